@@ -1,0 +1,14 @@
+"""kgparser: greedy transition-based dependency parsing with BiLSTM features.
+
+The transition systems (:mod:`kgparser.transitions`) are importable without
+torch; :class:`Parser` (loaded lazily) needs it.
+"""
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "Parser":
+        from .parser import Parser
+
+        return Parser
+    raise AttributeError(f"module 'kgparser' has no attribute {name!r}")

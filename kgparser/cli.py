@@ -1,0 +1,67 @@
+"""The ``kgparser`` command line.
+
+Each sub-command lives in its own module under :mod:`kgparser.commands` with
+two functions: ``add_arguments(parser)`` and ``run(args) -> int``, plus a
+one-line module docstring used as the command's help.  Modules are imported
+only when their command runs, so ``kgparser evaluate`` never loads torch.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+from .errors import KgparserError
+
+
+def _command_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def _help_line(module_name: str) -> str:
+    """First docstring line of a command module, read without importing it."""
+    import ast
+    from pathlib import Path
+
+    path = Path(commands.__path__[0]) / f"{module_name}.py"
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kgparser", description="Greedy transition-based dependency parsing.")
+    parser.add_argument("--version", action="version", version=f"kgparser {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _command_modules():
+        cli_name = name.replace("_", "-")
+        help_line = _help_line(name)
+        command = sub.add_parser(cli_name, help=help_line, description=help_line)
+        if cli_name == selected:
+            module = importlib.import_module(f"{commands.__name__}.{name}")
+            module.add_arguments(command)
+            command.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(selected)
+    args = parser.parse_args(argv)
+    if getattr(args, "_module", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return args._module.run(args) or 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except KgparserError as exc:
+        print(f"kgparser {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of ``kgparser`` (see :mod:`kgparser.cli`)."""

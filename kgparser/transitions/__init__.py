@@ -1,0 +1,72 @@
+"""Transition systems for greedy dependency parsing, with their oracles.
+
+Pure Python: nothing under this package imports torch.  Every system lives in
+one module of this package and registers itself with :func:`register`; the
+modules are discovered automatically, so adding a system means writing one
+module.
+
+    >>> from kgparser.transitions import get_system
+    >>> system = get_system("arc-hybrid")
+    >>> state = system.initial_state(3)
+    >>> system.legal_actions(state)
+    ['shift']
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+
+from .base import State, TransitionSystem
+
+__all__ = ["State", "TransitionSystem", "get_system", "register", "system_names", "system_class"]
+
+_REGISTRY: dict[str, type[TransitionSystem]] = {}
+_discovered = False
+
+
+def register(name: str):
+    """Class decorator: make a :class:`TransitionSystem` available as ``name``."""
+
+    def decorate(cls: type[TransitionSystem]) -> type[TransitionSystem]:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"transition system {name!r} is registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    _discovered = True
+
+
+def system_names() -> list[str]:
+    """Names of every registered transition system, sorted."""
+    _discover()
+    return sorted(_REGISTRY)
+
+
+def system_class(name: str) -> type[TransitionSystem]:
+    """The class registered as ``name``; unknown names get a did-you-mean error."""
+    _discover()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _REGISTRY, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"unknown transition system {name!r}{hint} (known: {', '.join(sorted(_REGISTRY))})"
+        ) from None
+
+
+def get_system(name: str, **options) -> TransitionSystem:
+    """A new instance of the system registered as ``name``, with its options."""
+    return system_class(name)(**options)

@@ -1,0 +1,149 @@
+"""The small shared core every transition system builds on.
+
+A *state* (configuration) holds the arcs built so far; each system subclasses
+:class:`State` with its own stacks, buffers or lists.  A *system* knows the
+actions, their preconditions and effects, the feature positions the model
+reads, and builds a static and a dynamic oracle for a gold tree.
+
+Conventions (the public contract of ``DESIGN.md``):
+
+* words are numbered ``1..n``; ``0`` is the artificial root;
+* ``state.heads[d]`` is the head of ``d`` or :data:`NO_HEAD`, and
+  ``state.labels[d]`` the label of that arc (``None`` while unlabeled);
+* in a final state, every word still without a head is taken as a dependent
+  of the root (:func:`resolved_heads`);
+* the loss of a tree is its unlabeled Hamming distance to the gold tree; the
+  loss of a state is the least loss of a final state reachable from it, and the
+  cost of an action is ``loss(after) - loss(before)``.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Protocol, Sequence
+
+ROOT = 0
+NO_HEAD = -1
+
+
+class State:
+    """Arcs built so far, plus each word's leftmost and rightmost dependent.
+
+    ``leftmost[h]`` / ``rightmost[h]`` are the smallest / largest index of a
+    dependent attached to ``h`` so far (``-1`` if none); the model reads them
+    as features.  Systems add their own slots in subclasses and must extend
+    :meth:`copy` and :meth:`key`.
+    """
+
+    __slots__ = ("heads", "labels", "leftmost", "rightmost")
+
+    def __init__(self, n: int):
+        self.heads = [NO_HEAD] * (n + 1)
+        self.labels: list[str | None] = [None] * (n + 1)
+        self.leftmost = [NO_HEAD] * (n + 1)
+        self.rightmost = [NO_HEAD] * (n + 1)
+
+    @property
+    def n(self) -> int:
+        """Number of words in the sentence."""
+        return len(self.heads) - 1
+
+    def add_arc(self, head: int, dep: int, label: str | None) -> None:
+        """Attach ``dep`` to ``head``; the caller has checked the preconditions."""
+        self.heads[dep] = head
+        self.labels[dep] = label
+        if self.leftmost[head] == NO_HEAD or dep < self.leftmost[head]:
+            self.leftmost[head] = dep
+        if dep > self.rightmost[head]:
+            self.rightmost[head] = dep
+
+    def _copy_arcs_to(self, other: "State") -> "State":
+        other.heads = self.heads[:]
+        other.labels = self.labels[:]
+        other.leftmost = self.leftmost[:]
+        other.rightmost = self.rightmost[:]
+        return other
+
+    def copy(self) -> "State":
+        """An independent copy (subclasses copy their own structures too)."""
+        return self._copy_arcs_to(object.__new__(type(self)))
+
+    def key(self) -> tuple:
+        """A hashable value that fully determines the state."""
+        return (tuple(self.heads), tuple(self.labels))
+
+
+def resolved_heads(heads: Sequence[int]) -> list[int]:
+    """Heads of a final state, with every headless word attached to the root."""
+    return [NO_HEAD] + [ROOT if h == NO_HEAD else h for h in heads[1:]]
+
+
+def hamming_loss(heads: Sequence[int], gold_heads: Sequence[int]) -> int:
+    """Number of words whose (resolved) head differs from the gold head."""
+    return sum(
+        1 for d in range(1, len(gold_heads)) if (ROOT if heads[d] == NO_HEAD else heads[d]) != gold_heads[d]
+    )
+
+
+class StaticOracle(Protocol):
+    def next_action(self, state: State) -> str: ...
+
+
+class DynamicOracle(Protocol):
+    def costs(self, state: State) -> dict[str, int]: ...
+
+
+class TransitionSystem:
+    """Base class of every transition system.
+
+    Subclasses set the class attributes and implement the methods that raise
+    ``NotImplementedError``; options are keyword arguments of ``__init__``.
+    """
+
+    #: set by :func:`kgparser.transitions.register`
+    name: ClassVar[str] = ""
+    #: every unlabeled action, in a fixed order (the model's output inventory)
+    actions: ClassVar[tuple[str, ...]] = ()
+    #: the actions that build an arc and therefore take a label
+    arc_actions: ClassVar[frozenset[str]] = frozenset()
+    #: names of the positions :meth:`features` returns, e.g. ("s0", "s1", "s2", "b0")
+    feature_names: ClassVar[tuple[str, ...]] = ()
+    #: actions decided by the static oracle even in dynamic training, and never explored
+    static_actions: ClassVar[frozenset[str]] = frozenset()
+
+    def initial_state(self, n: int) -> State:
+        raise NotImplementedError
+
+    def legal_actions(self, state: State) -> list[str]:
+        raise NotImplementedError
+
+    def apply(self, state: State, action: str, label: str | None = None) -> None:
+        """Perform ``action`` on ``state`` in place; arc actions record ``label``."""
+        raise NotImplementedError
+
+    def is_final(self, state: State) -> bool:
+        raise NotImplementedError
+
+    def arc_of(self, state: State, action: str) -> tuple[int, int]:
+        """The arc ``(head, dependent)`` that arc action ``action`` would add."""
+        raise NotImplementedError
+
+    def features(self, state: State) -> list[int]:
+        """Word index at each of :attr:`feature_names` (``-1`` where empty)."""
+        raise NotImplementedError
+
+    def can_build(self, gold_heads: Sequence[int]) -> bool:
+        """Whether the system can derive exactly this tree."""
+        raise NotImplementedError
+
+    def static_oracle(self, gold_heads: Sequence[int]) -> StaticOracle:
+        raise NotImplementedError
+
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> DynamicOracle:
+        raise NotImplementedError
+
+    def options(self) -> dict:
+        """The options this instance was built with (for configs and checkpoints)."""
+        return {}
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"get_system({self.name!r}{', ' if opts else ''}{opts})"

@@ -1,0 +1,213 @@
+"""Exhaustive checks of transition systems and their oracles.
+
+The ground truth is computed by brute force: the loss of a state is the least
+Hamming loss of any final state reachable from it, found by searching every
+computation (memoised on ``state.key()``).  A dynamic oracle is *exact* when
+its ``costs()`` equal ``loss(after) - loss(before)`` for every legal action in
+every reachable state.  Used by the test-suite for every registered system,
+and usable on any new system before it is trusted for training.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .base import State, TransitionSystem, hamming_loss, resolved_heads
+
+
+class ExactLoss:
+    """Brute-force loss of states of one sentence, memoised across calls."""
+
+    def __init__(self, system: TransitionSystem, gold_heads: Sequence[int]):
+        self.system = system
+        self.gold = list(gold_heads)
+        self._memo: dict = {}
+
+    def __call__(self, state: State) -> int:
+        key = state.key()
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        system = self.system
+        if system.is_final(state):
+            result = hamming_loss(state.heads, self.gold)
+        else:
+            result = min(self(successor(system, state, a)) for a in system.legal_actions(state))
+        memo[key] = result
+        return result
+
+    def final_trees(self, state: State, allowed=None) -> set[tuple[int, ...]]:
+        """Resolved heads of every final state reachable from ``state`` using,
+        in each state, only the actions ``allowed(state)`` (default: all legal)."""
+        seen, trees, todo = set(), set(), [state]
+        while todo:
+            s = todo.pop()
+            k = s.key()
+            if k in seen:
+                continue
+            seen.add(k)
+            if self.system.is_final(s):
+                trees.add(tuple(resolved_heads(s.heads)))
+                continue
+            actions = allowed(s) if allowed else self.system.legal_actions(s)
+            todo.extend(successor(self.system, s, a) for a in actions)
+        return trees
+
+
+def successor(system: TransitionSystem, state: State, action: str) -> State:
+    """The state reached from ``state`` by ``action`` (``state`` is untouched)."""
+    nxt = state.copy()
+    system.apply(nxt, action)
+    return nxt
+
+
+def reachable_states(system: TransitionSystem, n: int, *, limit: int | None = None,
+                     rng: random.Random | None = None) -> list[State]:
+    """Every state reachable from the initial state of an ``n``-word sentence,
+    or, if there are more than ``limit``, a sample of ``limit`` states gathered
+    along random computations."""
+    start = system.initial_state(n)
+    if limit is None:
+        return _all_reachable(system, start)
+    everything = _all_reachable(system, start, cap=limit)
+    if everything is not None:
+        return everything
+    return _sample_reachable(system, start, limit, rng or random.Random(0))
+
+
+def _all_reachable(system, start, cap=None):
+    seen = {start.key(): start}
+    todo = [start]
+    while todo:
+        s = todo.pop()
+        if system.is_final(s):
+            continue
+        for a in system.legal_actions(s):
+            nxt = successor(system, s, a)
+            k = nxt.key()
+            if k not in seen:
+                seen[k] = nxt
+                if cap is not None and len(seen) > cap:
+                    return None
+                todo.append(nxt)
+    return list(seen.values())
+
+
+def _sample_reachable(system, start, limit, rng):
+    seen: dict = {}
+    while len(seen) < limit:
+        s = start.copy()
+        while True:
+            seen.setdefault(s.key(), s.copy())
+            if system.is_final(s) or len(seen) >= limit:
+                break
+            system.apply(s, rng.choice(system.legal_actions(s)))
+    return list(seen.values())
+
+
+@dataclass
+class OracleReport:
+    """What :func:`check_dynamic_oracle` found; ``problems`` is empty when all is well."""
+
+    states: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def fail(self, message: str, limit: int = 20) -> None:
+        if len(self.problems) < limit:
+            self.problems.append(message)
+
+
+def check_dynamic_oracle(system: TransitionSystem, gold_heads: Sequence[int], *, exact: bool = True,
+                         limit: int | None = None, rng: random.Random | None = None) -> OracleReport:
+    """Compare the dynamic oracle with brute force on the states reachable for
+    ``gold_heads`` (all of them, or a sample of ``limit``).
+
+    Always checked: ``costs()`` has one entry per legal action, costs are
+    non-negative integers, some action costs 0 in every non-final state,
+    and ``costs()`` leaves the state unchanged.  With ``exact``: every cost
+    equals ``loss(after) - loss(before)``.
+    """
+    n = len(gold_heads) - 1
+    truth = ExactLoss(system, gold_heads)
+    oracle = system.dynamic_oracle(gold_heads)
+    report = OracleReport()
+    for state in reachable_states(system, n, limit=limit, rng=rng):
+        if system.is_final(state):
+            continue
+        report.states += 1
+        where = f"gold={list(gold_heads)} state={state.key()}"
+        legal = system.legal_actions(state)
+        if not legal:
+            report.fail(f"no legal action in a non-final state; {where}")
+            continue
+        before = state.key()
+        costs = oracle.costs(state)
+        if state.key() != before:
+            report.fail(f"costs() changed the state; {where}")
+        if set(costs) != set(legal):
+            report.fail(f"costs() keys {sorted(costs)} != legal actions {sorted(legal)}; {where}")
+            continue
+        if any(not isinstance(c, int) or c < 0 for c in costs.values()):
+            report.fail(f"costs must be non-negative ints, got {costs}; {where}")
+        if min(costs.values()) != 0:
+            report.fail(f"no zero-cost action, costs {costs}; {where}")
+        if exact:
+            base = truth(state)
+            true_costs = {a: truth(successor(system, state, a)) - base for a in legal}
+            if true_costs != costs:
+                report.fail(f"costs {costs} != true costs {true_costs}; {where}")
+    return report
+
+
+def check_static_oracle(system: TransitionSystem, gold_heads: Sequence[int],
+                        gold_labels: Sequence[str | None] | None = None) -> str | None:
+    """Follow the static oracle from the start; return a problem or ``None`` if
+    it legally reaches a final state whose tree (and labels) equal the gold."""
+    n = len(gold_heads) - 1
+    oracle = system.static_oracle(gold_heads)
+    state = system.initial_state(n)
+    labels = gold_labels or [None] + [f"l{d}" for d in range(1, n + 1)]
+    for _ in range(100 * (n + 1) ** 2):
+        if system.is_final(state):
+            break
+        action = oracle.next_action(state)
+        if action not in system.legal_actions(state):
+            return f"static oracle chose illegal {action!r} in {state.key()} for gold {list(gold_heads)}"
+        label = labels[system.arc_of(state, action)[1]] if action in system.arc_actions else None
+        system.apply(state, action, label)
+    else:
+        return f"static oracle did not terminate for gold {list(gold_heads)}"
+    got = resolved_heads(state.heads)
+    if got[1:] != list(gold_heads[1:]):
+        return f"static oracle built {got[1:]} instead of {list(gold_heads[1:])}"
+    wrong = [d for d in range(1, n + 1) if state.heads[d] != -1 and state.labels[d] != labels[d]]
+    if wrong:
+        return f"static oracle put wrong labels on words {wrong} for gold {list(gold_heads)}"
+    return None
+
+
+def zero_cost_trees(system: TransitionSystem, gold_heads: Sequence[int]) -> set[tuple[int, ...]]:
+    """Trees of every computation that only takes actions the dynamic oracle
+    prices at zero, from the initial state."""
+    oracle = system.dynamic_oracle(gold_heads)
+    truth = ExactLoss(system, gold_heads)
+
+    def zero(state):
+        return [a for a, c in oracle.costs(state).items() if c == 0]
+
+    return truth.final_trees(system.initial_state(len(gold_heads) - 1), zero)
+
+
+def buildable_trees(system: TransitionSystem, n: int) -> set[tuple[int, ...]]:
+    """Every tree (resolved heads) some computation of ``system`` derives."""
+    return ExactLoss(system, [0] * (n + 1)).final_trees(system.initial_state(n))
+
+
+def gold_trees(n: int, rng: random.Random, count: int, projective_only: bool = False) -> Iterable[list[int]]:
+    """``count`` random gold trees of ``n`` words (a mix of single- and multi-rooted)."""
+    from .trees import random_projective_tree, random_tree
+
+    make = random_projective_tree if projective_only else random_tree
+    for i in range(count):
+        yield make(n, rng, single_root=bool(i % 2))

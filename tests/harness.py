@@ -1,0 +1,52 @@
+"""pytest-friendly wrappers around :mod:`kgparser.transitions.checking`.
+
+Seeds are fixed so CI runs are reproducible; sizes are chosen per system so
+the whole suite stays fast on two cores.
+"""
+from __future__ import annotations
+
+import random
+
+from kgparser.transitions.checking import (
+    buildable_trees,
+    check_dynamic_oracle,
+    check_static_oracle,
+    gold_trees,
+    zero_cost_trees,
+)
+
+
+def assert_exact_dynamic_oracle(system, sizes, trees_per_size, *, projective_only=False,
+                                limit=None, seed=0, exact=True, trees=None):
+    """Every cost equals the brute-force cost, on random gold trees of each size
+    (all reachable states, or ``limit`` sampled ones)."""
+    rng = random.Random(seed)
+    checked = 0
+    for n in sizes:
+        golds = trees(n, rng) if trees else gold_trees(n, rng, trees_per_size, projective_only)
+        for gold in golds:
+            report = check_dynamic_oracle(system, gold, exact=exact, limit=limit, rng=rng)
+            assert not report.problems, "\n".join(report.problems[:5])
+            checked += report.states
+    assert checked > 0
+
+
+def assert_static_oracle_builds(system, golds):
+    """The static oracle legally derives every given gold tree, labels included."""
+    count = 0
+    for gold in golds:
+        problem = check_static_oracle(system, gold)
+        assert problem is None, problem
+        count += 1
+    assert count > 0
+
+
+def assert_zero_cost_paths_reach_gold(system, gold):
+    """From the start, computations of zero-cost actions end exactly in the gold tree."""
+    trees = zero_cost_trees(system, gold)
+    assert trees == {tuple(gold)}, f"zero-cost computations built {sorted(trees)} for gold {gold}"
+
+
+def coverage(system, n):
+    """Every tree the system derives on ``n`` words."""
+    return buildable_trees(system, n)
