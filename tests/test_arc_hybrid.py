@@ -25,6 +25,3 @@ def test_dynamic_oracle_is_exact_for_projective_gold_small():
 def test_dynamic_oracle_is_exact_for_projective_gold_seven_words():
     assert_exact_dynamic_oracle(SYSTEM, [7], 6, projective_only=True, limit=3000, seed=1)
 
-
-def test_dynamic_oracle_has_zero_cost_action_for_nonprojective_gold():
-    assert_exact_dynamic_oracle(SYSTEM, range(3, 7), 8, exact=False, seed=2)

@@ -12,9 +12,10 @@ Configuration: a stack with the root at its bottom, and a buffer ``b..n``
 Final when the buffer is empty and only the root is left.  The system builds
 exactly the projective trees; the oracle is arc-decomposable, so its costs are
 exact for projective gold trees.  For a non-projective gold tree the same
-formulas count the gold arcs an action makes unreachable from the current
-state: following zero-cost actions still ends in a projective tree, but the
-costs may differ from the true loss difference.
+formulas count the gold arcs an action makes unreachable one by one; as these
+arcs are no longer jointly reachable, the numbers are not the true costs and
+a state may have no zero-cost action (trainers take the cheapest actions as
+correct).
 """
 from __future__ import annotations
 
