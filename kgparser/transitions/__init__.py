@@ -17,9 +17,15 @@ import difflib
 import importlib
 import pkgutil
 
+from ..errors import KgparserError
 from .base import State, TransitionSystem
 
-__all__ = ["State", "TransitionSystem", "get_system", "register", "system_names", "system_class"]
+__all__ = ["State", "UnknownSystemError", "TransitionSystem", "get_system", "register", "system_names", "system_class"]
+
+
+class UnknownSystemError(KgparserError, ValueError):
+    """A transition-system name that is not registered."""
+
 
 _REGISTRY: dict[str, type[TransitionSystem]] = {}
 _discovered = False
@@ -62,7 +68,7 @@ def system_class(name: str) -> type[TransitionSystem]:
     except KeyError:
         close = difflib.get_close_matches(name, _REGISTRY, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise UnknownSystemError(
             f"unknown transition system {name!r}{hint} (known: {', '.join(sorted(_REGISTRY))})"
         ) from None
 

@@ -1,0 +1,499 @@
+"""Reading, validating and writing CoNLL-U (https://universaldependencies.org/format.html).
+
+A :class:`Sentence` keeps the original lines of its block, so writing a sentence
+back reproduces the input byte for byte (comments, multiword-token lines, empty
+nodes, FEATS, DEPS, MISC...) except for the HEAD and DEPREL columns of the words
+whose tree was replaced with :meth:`Sentence.set_tree`.  Only those columns are
+ever rewritten; the enhanced DEPS column is left as it was.
+
+Layout conventions (shared with :mod:`kgparser.transitions`): words are numbered
+1..n and 0 is the root.  Word-level lists (``forms``, ``upos``, ``misc`` ...) have
+length n, word i at index i-1; tree lists (``heads``, ``deprels``) have length
+n+1 with a dummy entry at index 0 so that ``heads[d]`` is the head of word d
+(-1 where HEAD is ``_``) and ``deprels[d]`` its label (None where ``_``).
+
+Field grammar follows the :mod:`conllu` package (MISC is parsed with
+``conllu.parser.parse_dict_value``, comments with
+``conllu.parser.parse_comment_line``; FEATS is kept as its raw string); lines
+are split on TAB only, because UD v2 allows spaces inside FORM and LEMMA.
+
+Validation.  Every problem raises :class:`ConlluError` whose message reads
+``FILE:LINE: reason``.  Checked: 10 TAB-separated non-empty columns; word IDs
+1, 2, 3 ... without gaps or duplicates; multiword ranges ``a-b`` with a < b that
+start at the next word and lie inside the sentence, not overlapping; empty nodes
+``i.j`` placed after word i with j = 1, 2 ...; HEAD an integer in 0..n (or ``_``
+when ``require_tree=False``); no word its own head and no cycle (reported as
+"no word is attached to the root" when every word has a head but none is 0); a
+sentence with at least one word.  With ``require_tree=True`` (the default, for
+treebanks) every word needs a HEAD and a DEPREL.  Several root children are
+accepted because parser output may contain them.
+
+Lenient reading.  With ``lenient=True`` a sentence with a problem is skipped
+instead of raising: each skipped sentence is logged as a WARNING on the
+``kgparser.conllu_io`` logger (printed on stderr when logging is not configured)
+and its :class:`ConlluError` is appended to the ``skipped`` list of the result
+(:class:`SentenceList`), so nothing is dropped silently.
+
+Files are UTF-8 (a leading byte-order mark is skipped); sentences are separated
+by blank lines, so a file whose sentences are each followed by exactly one
+blank line, as UD's are, is written back identically.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TextIO
+
+from conllu.parser import parse_comment_line, parse_dict_value
+
+from .errors import KgparserError
+
+__all__ = [
+    "ConlluError",
+    "Sentence",
+    "SentenceList",
+    "find_cycle",
+    "iter_conllu",
+    "parse_conllu",
+    "read_conllu",
+    "sample_data_path",
+    "sentences_from_tokens",
+    "write_conllu",
+]
+
+logger = logging.getLogger(__name__)
+
+ID, FORM, LEMMA, UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = range(10)
+COLUMN_NAMES = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+DEFAULT_DEPREL = "dep"
+SAMPLE_SPLITS = ("train", "dev", "test")
+
+
+class ConlluError(KgparserError):
+    """A CoNLL-U problem, located as ``source:line``."""
+
+    def __init__(self, source: str, line: int, reason: str):
+        super().__init__(f"{source}:{line}: {reason}")
+        self.source = source
+        self.line = line
+        self.reason = reason
+
+
+def _nullable(value: str) -> str | None:
+    return None if value == "_" else value
+
+
+def _is_number(text: str) -> bool:
+    """A non-negative decimal integer without leading zeros, in ASCII digits."""
+    return text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1)
+
+
+class Sentence:
+    """One CoNLL-U sentence: its words' columns plus the original lines."""
+
+    __slots__ = ("_lines", "_word_rows", "_misc", "source", "line", "n", "forms", "lemmas",
+                 "upos", "xpos", "feats", "heads", "deprels")
+
+    def __init__(self, lines: list[str], source: str = "<string>", line: int = 1, *,
+                 require_tree: bool = True):
+        """Parse and validate the lines of one block (no blank lines, no newlines);
+        ``line`` is the file line number of ``lines[0]``."""
+        self._lines = lines
+        self.source = source
+        self.line = line
+        self._misc: list[dict | None] | None = None
+        self._parse(require_tree)
+
+    def _error(self, row: int, reason: str) -> ConlluError:
+        return ConlluError(self.source, self.line + row, reason)
+
+    def _parse(self, require_tree: bool) -> None:
+        rows, words = self._word_lines()
+        self.n = len(words)
+        self._word_rows = [-1] + rows
+        self.forms = [cols[FORM] for cols in words]
+        self.lemmas = [cols[LEMMA] for cols in words]
+        self.upos = [_nullable(cols[UPOS]) for cols in words]
+        self.xpos = [_nullable(cols[XPOS]) for cols in words]
+        self.feats = [_nullable(cols[FEATS]) for cols in words]
+        self.deprels = [None] + [_nullable(cols[DEPREL]) for cols in words]
+        self.heads = self._parse_heads([cols[HEAD] for cols in words], require_tree)
+        self._check_acyclic()
+
+    def _word_lines(self) -> tuple[list[int], list[list[str]]]:
+        """Rows and columns of the word lines, after checking every ID line's
+        shape and the sequence of word, multiword-token and empty-node IDs."""
+        rows: list[int] = []
+        words: list[list[str]] = []
+        range_end = 0          # last word covered by the latest multiword token
+        last_range = (0, "")   # (row, ID) of the latest multiword token
+        empty_index = 0        # j of the last empty node i.j after the current word
+        for row, text in enumerate(self._lines):
+            if text[:1] == "#":
+                continue
+            cols = self._columns(row, text)
+            word_id = cols[ID]
+            expected = len(words) + 1
+            if _is_number(word_id):
+                if int(word_id) != expected:
+                    raise self._error(row, self._bad_word_id(word_id, expected))
+                rows.append(row)
+                words.append(cols)
+                empty_index = 0
+            elif "-" in word_id:
+                range_end = self._multiword_range(row, word_id, expected, range_end)
+                last_range = (row, word_id)
+            elif "." in word_id:
+                empty_index = self._empty_node(row, word_id, expected - 1, empty_index)
+            else:
+                raise self._error(row, f"malformed ID {word_id!r}")
+        if not words:
+            raise self._error(0, "sentence has no words")
+        if range_end > len(words):
+            row, word_id = last_range
+            raise self._error(row, f"multiword token {word_id} extends past the last word {len(words)}")
+        return rows, words
+
+    def _columns(self, row: int, text: str) -> list[str]:
+        cols = text.split("\t")
+        if len(cols) != 10:
+            raise self._error(row, f"expected 10 TAB-separated columns, found {len(cols)}")
+        cols[MISC] = cols[MISC].rstrip("\r")
+        if "" in cols:
+            raise self._error(row, f"empty {COLUMN_NAMES[cols.index('')]} column (use '_')")
+        return cols
+
+    @staticmethod
+    def _bad_word_id(word_id: str, expected: int) -> str:
+        if int(word_id) < expected:
+            return f"duplicate or decreasing word ID {word_id}, expected {expected}"
+        return f"word ID {word_id} skips ahead, expected {expected}"
+
+    def _multiword_range(self, row: int, word_id: str, next_word: int, previous_end: int) -> int:
+        """Check a multiword-token ID ``a-b``; returns b."""
+        start, _, end = word_id.partition("-")
+        if not (_is_number(start) and _is_number(end)) or int(start) == 0 or int(end) <= int(start):
+            raise self._error(row, f"malformed multiword token range {word_id!r} (need a-b with 1 <= a < b)")
+        if int(start) != next_word:
+            raise self._error(row, f"multiword token {word_id} must start at the next word ID {next_word}")
+        if int(start) <= previous_end:
+            raise self._error(row, f"multiword token {word_id} overlaps the previous one ending at {previous_end}")
+        return int(end)
+
+    def _empty_node(self, row: int, word_id: str, last_word: int, previous_index: int) -> int:
+        """Check an empty-node ID ``i.j`` (i = last word read, j = previous j + 1); returns j."""
+        major, _, minor = word_id.partition(".")
+        if not (_is_number(major) and _is_number(minor)) or int(minor) == 0:
+            raise self._error(row, f"malformed empty node ID {word_id!r} (need i.j with j >= 1)")
+        if int(major) != last_word or int(minor) != previous_index + 1:
+            raise self._error(row, f"empty node {word_id} out of sequence, expected {last_word}.{previous_index + 1}")
+        return int(minor)
+
+    def _parse_heads(self, head_texts: list[str], require_tree: bool) -> list[int]:
+        heads = [-1]
+        n = self.n
+        for dep, text in enumerate(head_texts, start=1):
+            if text == "_":
+                if require_tree:
+                    raise self._error(self._word_rows[dep], "HEAD is '_' (a tree is required)")
+                heads.append(-1)
+                continue
+            if not _is_number(text):
+                raise self._error(self._word_rows[dep], f"HEAD {text!r} is not a non-negative integer")
+            head = int(text)
+            if head > n:
+                raise self._error(self._word_rows[dep], f"HEAD {head} out of range 0..{n}")
+            if head == dep:
+                raise self._error(self._word_rows[dep], f"word {dep} is its own head")
+            if require_tree and self.deprels[dep] is None:
+                raise self._error(self._word_rows[dep], "DEPREL is '_' (a tree is required)")
+            heads.append(head)
+        return heads
+
+    def _check_acyclic(self) -> None:
+        cycle = find_cycle(self.heads)
+        if cycle:
+            path = " -> ".join(map(str, cycle + [cycle[0]]))
+            # Fully attached words without a root child always form a cycle; say both.
+            reason = (f"no word is attached to the root 0: cycle {path}" if -1 not in self.heads[1:]
+                      and 0 not in self.heads else f"cycle in the tree: {path}")
+            raise self._error(self._word_rows[min(cycle)], reason)
+
+    # --- derived views ------------------------------------------------------
+
+    @property
+    def misc(self) -> list[dict | None]:
+        """MISC of each word (length n) as a dict (``conllu`` semantics), None for ``_``."""
+        if self._misc is None:
+            self._misc = [parse_dict_value(self._lines[row].split("\t")[MISC].rstrip("\r"))
+                          for row in self._word_rows[1:]]
+        return self._misc
+
+    @property
+    def comments(self) -> list[str]:
+        """The comment lines, as written (with their ``#``)."""
+        return [text for text in self._lines if text[:1] == "#"]
+
+    @property
+    def metadata(self) -> dict[str, str | None]:
+        """``# key = value`` comments as a dict (``conllu`` semantics)."""
+        metadata: dict[str, str | None] = {}
+        for text in self.comments:
+            metadata.update(parse_comment_line(text.rstrip("\r")))
+        return metadata
+
+    @property
+    def sent_id(self) -> str | None:
+        return self.metadata.get("sent_id")
+
+    @property
+    def text(self) -> str:
+        """``# text`` when present, else the forms joined by spaces."""
+        text = self.metadata.get("text")
+        return text if text is not None else " ".join(self.forms)
+
+    @property
+    def multiword_tokens(self) -> list[tuple[int, int, str]]:
+        """``(first word, last word, surface form)`` of each multiword token."""
+        tokens = []
+        for text in self._lines:
+            cols = text.split("\t", 2)
+            if text[:1] != "#" and "-" in cols[ID]:
+                start, _, end = cols[ID].partition("-")
+                tokens.append((int(start), int(end), cols[FORM]))
+        return tokens
+
+    # --- writing ------------------------------------------------------------
+
+    def set_tree(self, heads: Sequence[int], deprels: Sequence[str | None] | None = None) -> None:
+        """Replace HEAD and DEPREL of every word (nothing else changes).
+
+        ``heads`` and ``deprels`` have length n+1 (index 0 ignored).  A head of -1
+        writes ``_`` in both columns; a word with a head but a None label gets
+        ``dep``.  Raises ValueError on wrong lengths or out-of-range heads.
+        """
+        n = self.n
+        if len(heads) != n + 1:
+            raise ValueError(f"heads has length {len(heads)}, expected n+1 = {n + 1}")
+        if deprels is None:
+            deprels = [None] * (n + 1)
+        elif len(deprels) != n + 1:
+            raise ValueError(f"deprels has length {len(deprels)}, expected n+1 = {n + 1}")
+        new_heads = [-1]
+        new_deprels: list[str | None] = [None]
+        for dep in range(1, n + 1):
+            head, label = int(heads[dep]), deprels[dep]
+            if head == -1:
+                label = None
+            elif not 0 <= head <= n or head == dep:
+                raise ValueError(f"word {dep}: head {head} is not in 0..{n} or is the word itself")
+            elif label is None:
+                label = DEFAULT_DEPREL
+            elif not label or any(c.isspace() for c in label):
+                raise ValueError(f"word {dep}: label {label!r} is empty or contains whitespace")
+            new_heads.append(head)
+            new_deprels.append(label)
+        for dep in range(1, n + 1):
+            row = self._word_rows[dep]
+            cols = self._lines[row].split("\t")
+            cols[HEAD] = "_" if new_heads[dep] == -1 else str(new_heads[dep])
+            cols[DEPREL] = new_deprels[dep] or "_"
+            self._lines[row] = "\t".join(cols)
+        self.heads, self.deprels = new_heads, new_deprels
+
+    def to_conllu(self) -> str:
+        """The sentence block, ending with the blank line that separates sentences."""
+        return "\n".join(self._lines) + "\n\n"
+
+    def copy(self) -> Sentence:
+        """An independent copy (set_tree on it leaves this one unchanged)."""
+        other = object.__new__(Sentence)
+        for name in self.__slots__:
+            value = getattr(self, name)
+            setattr(other, name, value.copy() if isinstance(value, list) else value)
+        return other
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"<Sentence {self.source}:{self.line} n={self.n} {self.text[:40]!r}>"
+
+
+def find_cycle(heads: Sequence[int]) -> list[int] | None:
+    """Words of one cycle in ``heads`` (n+1 layout, -1 = no head), or None. O(n)."""
+    n = len(heads) - 1
+    state = [0] * (n + 1)  # 0 unvisited, 1 on the current path, 2 known acyclic
+    state[0] = 2
+    for start in range(1, n + 1):
+        path = []
+        node = start
+        while node > 0 and state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node]
+        if node > 0 and state[node] == 1:
+            return path[path.index(node):]
+        for visited in path:
+            state[visited] = 2
+    return None
+
+
+class SentenceList(list):
+    """A list of sentences that also records the sentences skipped while reading."""
+
+    def __init__(self, sentences: Iterable[Sentence] = (), skipped: list[ConlluError] | None = None):
+        super().__init__(sentences)
+        self.skipped: list[ConlluError] = skipped if skipped is not None else []
+
+    @property
+    def n_skipped(self) -> int:
+        return len(self.skipped)
+
+    @property
+    def n_words(self) -> int:
+        return sum(sentence.n for sentence in self)
+
+
+def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """(line number of the first line, lines) of each blank-line separated block."""
+    block: list[str] = []
+    start = 1
+    for number, text in enumerate(lines, start=1):
+        if text[-1:] == "\n":
+            text = text[:-1]
+        if text.strip():
+            if not block:
+                start = number
+            block.append(text)
+        elif block:
+            yield start, block
+            block = []
+    if block:
+        yield start, block
+
+
+def _sentences(lines: Iterable[str], source: str, lenient: bool, require_tree: bool,
+               skipped: list[ConlluError] | None) -> Iterator[Sentence]:
+    for start, block in _blocks(lines):
+        try:
+            yield Sentence(block, source, start, require_tree=require_tree)
+        except ConlluError as error:
+            if not lenient:
+                raise
+            logger.warning("skipped sentence: %s", error)
+            if skipped is not None:
+                skipped.append(error)
+
+
+def _open_text(path: str | Path) -> TextIO:
+    if str(path) == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="\n")
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
+        return open(path, encoding="utf-8-sig", newline="\n")
+    except OSError as error:
+        raise KgparserError(f"{path}: cannot open: {error.strerror or error}") from error
+
+
+def _source_name(path: str | Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def iter_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool = True,
+                skipped: list[ConlluError] | None = None) -> Iterator[Sentence]:
+    """Stream the sentences of a CoNLL-U file (``-`` = stdin, ``.gz`` decompressed).
+
+    In lenient mode the errors of skipped sentences are appended to ``skipped``
+    (when given) and logged.
+    """
+    source = _source_name(path)
+    handle = _open_text(path)
+    try:
+        yield from _sentences(handle, source, lenient, require_tree, skipped)
+    except UnicodeDecodeError as error:
+        raise KgparserError(f"{source}: not valid UTF-8 ({error.reason})") from error
+    except OSError as error:  # e.g. a truncated or corrupt .gz file
+        raise KgparserError(f"{source}: cannot read: {error}") from error
+    finally:
+        if str(path) == "-":
+            handle.detach()  # closing the wrapper would close the process's stdin
+        else:
+            handle.close()
+
+
+def read_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool = True) -> SentenceList:
+    """All sentences of a CoNLL-U file; see :func:`iter_conllu`."""
+    skipped: list[ConlluError] = []
+    sentences = iter_conllu(path, lenient=lenient, require_tree=require_tree, skipped=skipped)
+    return SentenceList(sentences, skipped)
+
+
+def parse_conllu(text: str, source: str = "<string>", *, lenient: bool = False,
+                 require_tree: bool = True) -> SentenceList:
+    """All sentences of CoNLL-U ``text``; errors are located in ``source``."""
+    skipped: list[ConlluError] = []
+    sentences = _sentences(text.split("\n"), source, lenient, require_tree, skipped)
+    return SentenceList(sentences, skipped)
+
+
+def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[str]) -> None:
+    """Write sentences (``-`` = stdout; an open text file is written to, not closed)."""
+    if hasattr(path_or_file, "write"):
+        for sentence in sentences:
+            path_or_file.write(sentence.to_conllu())
+        return
+    if str(path_or_file) == "-":
+        write_conllu(sentences, sys.stdout)
+        sys.stdout.flush()
+        return
+    path = Path(path_or_file)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8", newline="\n") as handle:
+        write_conllu(sentences, handle)
+
+
+def sentences_from_tokens(token_lists: Iterable[Sequence[str] | Sequence[tuple[str, str]]],
+                          source: str = "<tokens>") -> list[Sentence]:
+    """Sentences without trees from lists of forms or of ``(form, upos)`` pairs.
+
+    Each sentence gets a ``# text`` comment (forms joined by spaces) and ``_`` in
+    every other column.  Errors name the sentence (1-based) as the line.
+    """
+    sentences = []
+    for number, tokens in enumerate(token_lists, start=1):
+        if isinstance(tokens, str):
+            raise TypeError(f"sentence {number}: expected a list of tokens, got the string {tokens!r}")
+        rows = [f"# text = {' '.join(_form(t) for t in tokens)}"]
+        for index, token in enumerate(tokens, start=1):
+            form, upos = (token, "_") if isinstance(token, str) else _form_and_upos(token)
+            for name, value in (("form", form), ("UPOS", upos)):
+                if not value or any(c in value for c in "\t\n\r"):
+                    raise ConlluError(source, number, f"token {index}: {name} {value!r} is empty "
+                                                      "or contains a TAB or newline")
+            rows.append(f"{index}\t{form}\t_\t{upos}\t_\t_\t_\t_\t_\t_")
+        sentences.append(Sentence(rows, source, number, require_tree=False))
+    return sentences
+
+
+def _form(token: str | Sequence[str]) -> str:
+    return token if isinstance(token, str) else str(token[0])
+
+
+def _form_and_upos(token: Sequence[str | None]) -> tuple[str, str]:
+    form, upos = token
+    return str(form), "_" if upos is None else str(upos)
+
+
+def sample_data_path(split: str = "train") -> Path:
+    """Path of the shipped UD English-EWT excerpt (``train``, ``dev`` or ``test``);
+    see ``kgparser/resources/en_ewt_sample/README.md`` for its source and license."""
+    if split not in SAMPLE_SPLITS:
+        raise KgparserError(f"unknown sample split {split!r}; choose one of {', '.join(SAMPLE_SPLITS)}")
+    return Path(__file__).parent / "resources" / "en_ewt_sample" / f"{split}.conllu"

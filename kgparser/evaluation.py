@@ -1,0 +1,250 @@
+"""Attachment scores of predicted trees against gold trees (gold tokenization).
+
+Semantics follow the CoNLL 2018 shared-task scorer (``conll18_ud_eval.py``) for
+the case where prediction and gold share the tokenization:
+
+* ``uas``: fraction of scored words whose predicted HEAD is the gold HEAD.
+* ``las_universal``: HEAD and the *universal* part of DEPREL (the label up to
+  the first ``:``, so ``nmod:poss`` counts as ``nmod``) both correct.  This is
+  what ``conll18_ud_eval.py`` calls LAS: it strips subtypes before comparing.
+* ``las``: HEAD and the *full* DEPREL (subtype included) both correct.  This is
+  the stricter score most parser papers report as LAS.
+* ``label_accuracy``: full DEPREL correct, whatever the head.
+
+Punctuation: by default every word is scored, as in the shared task.  With
+``punct=False`` a word is left out when its *gold* UPOS is ``PUNCT`` (the
+prediction's tags never change what is scored).
+
+A predicted HEAD or DEPREL of ``_`` counts as wrong.  Gold and prediction must
+have the same number of sentences and, sentence by sentence, the same word
+forms; otherwise :class:`EvaluationError` names both files and lines.
+
+Breakdowns (always over the scored words):
+
+* per label (full gold/predicted DEPREL): ``gold`` words with that gold label,
+  ``predicted`` words with that predicted label, ``correct`` words where both
+  are that label and the head is right; precision = correct / predicted,
+  recall = correct / gold, F1 their harmonic mean (labeled attachment per label).
+* per distance (``|head - dependent|`` bucketed as root, 1, 2, ..., 6, 7+):
+  ``gold`` arcs of that gold length, ``predicted`` arcs of that predicted
+  length, ``correct`` arcs of that gold length with the right head (unlabeled).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .conllu_io import Sentence, read_conllu
+from .errors import KgparserError
+
+__all__ = ["EvaluationError", "PRF", "Scores", "distance_bucket", "evaluate", "evaluate_files",
+           "universal_label"]
+
+DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
+
+
+class EvaluationError(KgparserError):
+    """Gold and predicted files do not describe the same words."""
+
+
+def universal_label(label: str | None) -> str | None:
+    """The universal part of a UD relation: ``nmod:poss`` -> ``nmod``."""
+    return label.split(":", 1)[0] if label is not None else None
+
+
+def distance_bucket(head: int, dependent: int) -> str | None:
+    """Bucket name of an arc's length; None for a missing head (-1)."""
+    if head < 0:
+        return None
+    if head == 0:
+        return "root"
+    distance = abs(head - dependent)
+    return str(distance) if distance < 7 else "7+"
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+@dataclass
+class PRF:
+    """Counts of one breakdown row, with precision, recall and F1 derived."""
+
+    gold: int = 0
+    predicted: int = 0
+    correct: int = 0
+
+    @property
+    def precision(self) -> float:
+        return _ratio(self.correct, self.predicted)
+
+    @property
+    def recall(self) -> float:
+        return _ratio(self.correct, self.gold)
+
+    @property
+    def f1(self) -> float:
+        return _ratio(2 * self.correct, self.gold + self.predicted)
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"gold": self.gold, "predicted": self.predicted, "correct": self.correct,
+                "precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+@dataclass
+class Scores:
+    """Result of :func:`evaluate`; scores are fractions in [0, 1]."""
+
+    punct: bool
+    sentences: int = 0
+    words: int = 0
+    excluded_punct: int = 0
+    correct_heads: int = 0
+    correct_labeled: int = 0
+    correct_labeled_universal: int = 0
+    correct_labels: int = 0
+    complete_unlabeled: int = 0
+    complete_labeled: int = 0
+    per_label: dict[str, PRF] = field(default_factory=dict)
+    per_distance: dict[str, PRF] = field(default_factory=dict)
+
+    @property
+    def uas(self) -> float:
+        return _ratio(self.correct_heads, self.words)
+
+    @property
+    def las(self) -> float:
+        """HEAD and full DEPREL correct."""
+        return _ratio(self.correct_labeled, self.words)
+
+    @property
+    def las_universal(self) -> float:
+        """HEAD and universal DEPREL correct (CoNLL 2018 "LAS")."""
+        return _ratio(self.correct_labeled_universal, self.words)
+
+    @property
+    def label_accuracy(self) -> float:
+        return _ratio(self.correct_labels, self.words)
+
+    @property
+    def uem(self) -> float:
+        """Fraction of sentences whose scored words all have the right head."""
+        return _ratio(self.complete_unlabeled, self.sentences)
+
+    @property
+    def lem(self) -> float:
+        """Fraction of sentences whose scored words all have the right head and full label."""
+        return _ratio(self.complete_labeled, self.sentences)
+
+    def to_dict(self, breakdown: bool = True) -> dict:
+        result = {
+            "uas": self.uas, "las": self.las, "las_universal": self.las_universal,
+            "label_accuracy": self.label_accuracy, "uem": self.uem, "lem": self.lem,
+            "punct": self.punct, "sentences": self.sentences, "words": self.words,
+            "excluded_punct": self.excluded_punct, "correct_heads": self.correct_heads,
+            "correct_labeled": self.correct_labeled,
+            "correct_labeled_universal": self.correct_labeled_universal,
+            "correct_labels": self.correct_labels,
+        }
+        if breakdown:
+            result["per_label"] = {label: row.to_dict() for label, row in sorted(self.per_label.items())}
+            result["per_distance"] = {bucket: self.per_distance[bucket].to_dict()
+                                      for bucket in DISTANCE_BUCKETS if bucket in self.per_distance}
+        return result
+
+    def format(self, breakdown: bool = False) -> str:
+        """Plain-text report (percentages)."""
+        scope = "all words" if self.punct else f"excluding {self.excluded_punct} words with gold UPOS PUNCT"
+        lines = [
+            f"Sentences: {self.sentences}   Words scored: {self.words} ({scope})",
+            f"UAS                 {100 * self.uas:6.2f}  ({self.correct_heads}/{self.words})",
+            f"LAS (full labels)   {100 * self.las:6.2f}  ({self.correct_labeled}/{self.words})",
+            f"LAS (universal)     {100 * self.las_universal:6.2f}  "
+            f"({self.correct_labeled_universal}/{self.words})  [CoNLL 2018 LAS]",
+            f"Label accuracy      {100 * self.label_accuracy:6.2f}  ({self.correct_labels}/{self.words})",
+            f"UEM / LEM           {100 * self.uem:6.2f} / {100 * self.lem:6.2f}",
+        ]
+        if breakdown:
+            lines += ["", _table("Label", sorted(self.per_label.items())),
+                      "", _table("Distance", [(b, self.per_distance[b]) for b in DISTANCE_BUCKETS
+                                              if b in self.per_distance])]
+        return "\n".join(lines)
+
+
+def _table(title: str, rows: Sequence[tuple[str, PRF]]) -> str:
+    width = max([len(title)] + [len(name) for name, _ in rows])
+    out = [f"{title:<{width}}  {'gold':>7} {'pred':>7} {'correct':>7} {'prec':>6} {'rec':>6} {'F1':>6}"]
+    for name, row in rows:
+        out.append(f"{name:<{width}}  {row.gold:>7} {row.predicted:>7} {row.correct:>7} "
+                   f"{100 * row.precision:6.2f} {100 * row.recall:6.2f} {100 * row.f1:6.2f}")
+    return "\n".join(out)
+
+
+def _check_aligned(index: int, gold: Sentence, pred: Sentence) -> None:
+    where = f"sentence {index} (gold {gold.source}:{gold.line}, prediction {pred.source}:{pred.line})"
+    if gold.n != pred.n:
+        raise EvaluationError(f"{where}: {gold.n} gold words but {pred.n} predicted words")
+    for i, (gold_form, pred_form) in enumerate(zip(gold.forms, pred.forms), start=1):
+        if gold_form != pred_form:
+            raise EvaluationError(f"{where}: word {i} is {gold_form!r} in gold but {pred_form!r} in prediction")
+
+
+def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Sentence], *,
+             punct: bool = True) -> Scores:
+    """Score predicted trees against gold trees (see the module docstring)."""
+    if len(gold_sentences) != len(pred_sentences):
+        gold_name = gold_sentences[0].source if gold_sentences else "gold"
+        pred_name = pred_sentences[0].source if pred_sentences else "prediction"
+        raise EvaluationError(f"{gold_name} has {len(gold_sentences)} sentences but "
+                              f"{pred_name} has {len(pred_sentences)}")
+    scores = Scores(punct=punct)
+    per_label: dict[str, PRF] = {}
+    per_distance: dict[str, PRF] = {}
+    for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
+        _check_aligned(index, gold, pred)
+        scores.sentences += 1
+        complete_unlabeled = complete_labeled = True
+        for d in range(1, gold.n + 1):
+            if not punct and gold.upos[d - 1] == "PUNCT":
+                scores.excluded_punct += 1
+                continue
+            gold_head, pred_head = gold.heads[d], pred.heads[d]
+            gold_label, pred_label = gold.deprels[d], pred.deprels[d]
+            if gold_head < 0 or gold_label is None:
+                raise EvaluationError(f"{gold.source}:{gold.line}: gold word {d} has no HEAD or DEPREL")
+            head_ok = pred_head == gold_head and pred_head >= 0
+            label_ok = pred_label == gold_label and pred_label is not None
+            universal_ok = pred_label is not None and universal_label(pred_label) == universal_label(gold_label)
+            scores.words += 1
+            scores.correct_heads += head_ok
+            scores.correct_labels += label_ok
+            scores.correct_labeled += head_ok and label_ok
+            scores.correct_labeled_universal += head_ok and universal_ok
+            complete_unlabeled &= head_ok
+            complete_labeled &= head_ok and label_ok
+            per_label.setdefault(gold_label, PRF()).gold += 1
+            if pred_label is not None:
+                per_label.setdefault(pred_label, PRF()).predicted += 1
+            if head_ok and label_ok:
+                per_label[gold_label].correct += 1
+            gold_bucket = distance_bucket(gold_head, d)
+            per_distance.setdefault(gold_bucket, PRF()).gold += 1
+            pred_bucket = distance_bucket(pred_head, d)
+            if pred_bucket is not None:
+                per_distance.setdefault(pred_bucket, PRF()).predicted += 1
+            if head_ok:
+                per_distance[gold_bucket].correct += 1
+        scores.complete_unlabeled += complete_unlabeled
+        scores.complete_labeled += complete_labeled
+    scores.per_label = per_label
+    scores.per_distance = per_distance
+    return scores
+
+
+def evaluate_files(gold: str | Path, pred: str | Path, *, punct: bool = True) -> Scores:
+    """Read both files and :func:`evaluate`.  Gold must hold complete trees; the
+    prediction may leave HEAD/DEPREL as ``_`` (scored as wrong)."""
+    gold_sentences = read_conllu(gold, require_tree=True)
+    pred_sentences = read_conllu(pred, require_tree=False)
+    return evaluate(gold_sentences, pred_sentences, punct=punct)

@@ -1,0 +1,58 @@
+"""The ``kgparser evaluate`` command."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgparser.cli import main
+
+DATA = Path(__file__).parent / "data"
+GOLD, PRED = str(DATA / "eval_gold.conllu"), str(DATA / "eval_pred.conllu")
+
+
+def test_json_output(capsys):
+    assert main(["evaluate", GOLD, PRED, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["words"] == 8 and data["punct"] is True
+    assert data["uas"] == pytest.approx(0.75)
+    assert data["las"] == pytest.approx(0.5)
+    assert data["las_universal"] == pytest.approx(0.625)
+    assert "per_label" not in data
+
+
+def test_json_no_punct_with_breakdown(capsys):
+    assert main(["evaluate", GOLD, PRED, "--json", "--no-punct", "--breakdown"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["words"], data["excluded_punct"]) == (6, 2)
+    assert data["uas"] == pytest.approx(5 / 6)
+    assert data["per_label"]["nsubj"]["predicted"] == 1
+    assert data["per_distance"]["2"]["correct"] == 1
+
+
+def test_text_output(capsys):
+    assert main(["evaluate", GOLD, PRED, "--breakdown"]) == 0
+    out = capsys.readouterr().out
+    assert "UAS                  75.00  (6/8)" in out
+    assert "LAS (full labels)    50.00  (4/8)" in out
+    assert "Distance" in out and "aux:pass" in out
+
+
+def test_errors_are_reported_without_traceback(capsys, tmp_path):
+    broken = tmp_path / "broken.conllu"
+    broken.write_text("1\tx\n", encoding="utf-8")
+    assert main(["evaluate", GOLD, str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kgparser evaluate: error: ") and f"{broken}:1: expected 10" in err
+    assert "Traceback" not in err
+
+
+def test_command_runs_as_a_program_without_torch():
+    code = ("import sys; from kgparser.cli import main; rc = main(['evaluate', sys.argv[1], sys.argv[2]]); "
+            "assert 'torch' not in sys.modules; sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code, GOLD, GOLD], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "UAS                 100.00  (8/8)" in result.stdout

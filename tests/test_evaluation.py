@@ -1,0 +1,126 @@
+"""Attachment scores on hand-checked examples (tests/data/eval_*.conllu).
+
+Gold vs prediction, word by word (H = head right, L = full label right,
+U = universal label right):
+
+    e1  The   det    -> det          H L U
+        cat   nsubj  -> obj          H
+        sat   root   -> root         H L U
+        .     punct  -> punct, head 3 -> 2   L U   (PUNCT)
+    e2  It    nsubj:pass -> nsubj    H   U
+        was   aux:pass, head 3 -> 1    L U
+        eaten root   -> root         H L U
+        .     punct  -> punct        H L U          (PUNCT)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
+from kgparser.evaluation import (
+    EvaluationError,
+    distance_bucket,
+    evaluate,
+    evaluate_files,
+    universal_label,
+)
+
+DATA = Path(__file__).parent / "data"
+GOLD, PRED = DATA / "eval_gold.conllu", DATA / "eval_pred.conllu"
+
+
+def test_scores_with_punctuation():
+    scores = evaluate_files(GOLD, PRED)
+    assert (scores.sentences, scores.words, scores.excluded_punct) == (2, 8, 0)
+    assert scores.uas == pytest.approx(6 / 8)
+    assert scores.las == pytest.approx(4 / 8)
+    assert scores.las_universal == pytest.approx(5 / 8)
+    assert scores.label_accuracy == pytest.approx(6 / 8)
+    assert (scores.uem, scores.lem) == (0.0, 0.0)
+
+
+def test_scores_without_punctuation():
+    scores = evaluate_files(GOLD, PRED, punct=False)
+    assert (scores.words, scores.excluded_punct) == (6, 2)
+    assert scores.uas == pytest.approx(5 / 6)
+    assert scores.las == pytest.approx(3 / 6)
+    assert scores.las_universal == pytest.approx(4 / 6)
+    assert (scores.uem, scores.lem) == (0.5, 0.0)
+
+
+def test_per_label_breakdown():
+    per_label = evaluate_files(GOLD, PRED).per_label
+    counts = {label: (row.gold, row.predicted, row.correct) for label, row in per_label.items()}
+    assert counts == {
+        "det": (1, 1, 1), "nsubj": (1, 1, 0), "obj": (0, 1, 0), "root": (2, 2, 2),
+        "punct": (2, 2, 1), "nsubj:pass": (1, 0, 0), "aux:pass": (1, 1, 0),
+    }
+    punct = per_label["punct"]
+    assert (punct.precision, punct.recall, punct.f1) == (0.5, 0.5, 0.5)
+    assert per_label["obj"].precision == 0.0 and per_label["obj"].recall == 0.0
+
+
+def test_per_distance_breakdown():
+    per_distance = evaluate_files(GOLD, PRED).per_distance
+    counts = {bucket: (row.gold, row.predicted, row.correct) for bucket, row in per_distance.items()}
+    assert counts == {"1": (5, 4, 3), "2": (1, 2, 1), "root": (2, 2, 2)}
+    assert per_distance["1"].f1 == pytest.approx(2 * 3 / 9)
+
+
+def test_distance_buckets_and_universal_labels():
+    assert [distance_bucket(h, 5) for h in (-1, 0, 4, 7, 11, 12, 30)] == [None, "root", "1", "2", "6", "7+", "7+"]
+    assert universal_label("nmod:poss") == "nmod" and universal_label("acl:relcl:x") == "acl"
+    assert universal_label("root") == "root" and universal_label(None) is None
+
+
+def test_identical_files_score_100_percent():
+    gold = read_conllu(sample_data_path("dev"))
+    scores = evaluate(gold, gold)
+    assert scores.words == gold.n_words
+    assert scores.uas == scores.las == scores.las_universal == scores.uem == 1.0
+
+
+def test_missing_predicted_heads_count_as_wrong():
+    gold = read_conllu(DATA / "eval_gold.conllu")
+    pred = [s.copy() for s in gold]
+    pred[0].set_tree([-1, 2, 3, 0, -1], [None, "det", "nsubj", "root", None])
+    scores = evaluate(gold, pred)
+    assert scores.correct_heads == 7 and scores.correct_labeled == 7
+    assert scores.per_distance["1"].predicted == 4  # the headless word predicts no arc
+
+
+def test_gold_without_tree_is_rejected():
+    gold = parse_conllu("1\tw\tw\tX\t_\t_\t_\t_\t_\t_\n", source="g.conllu", require_tree=False)
+    with pytest.raises(EvaluationError, match="g.conllu:1: gold word 1 has no HEAD"):
+        evaluate(gold, gold)
+
+
+def test_misaligned_inputs_name_files_and_sentences(tmp_path):
+    gold = read_conllu(GOLD)
+    with pytest.raises(EvaluationError, match=rf"{GOLD} has 2 sentences but {GOLD} has 1"):
+        evaluate(gold, gold[:1])
+    changed = tmp_path / "pred.conllu"
+    changed.write_text(PRED.read_text(encoding="utf-8").replace("\teaten\t", "\teated\t"), encoding="utf-8")
+    with pytest.raises(EvaluationError, match=rf"sentence 2 \(gold {GOLD}:8, prediction {changed}:8\): "
+                                              r"word 3 is 'eaten' in gold but 'eated' in prediction"):
+        evaluate_files(GOLD, changed)
+    shorter = parse_conllu("1\tThe\tthe\tDET\t_\t_\t0\troot\t_\t_\n\n" * 2, source="short.conllu")
+    with pytest.raises(EvaluationError, match="sentence 1 .*4 gold words but 1 predicted words"):
+        evaluate(gold, shorter)
+
+
+def test_report_formats():
+    scores = evaluate_files(GOLD, PRED, punct=False)
+    data = scores.to_dict()
+    assert data["uas"] == pytest.approx(5 / 6) and data["las_universal"] == pytest.approx(4 / 6)
+    assert data["per_label"]["det"] == {"gold": 1, "predicted": 1, "correct": 1,
+                                        "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert list(data["per_distance"]) == ["root", "1", "2"]
+    assert "per_label" not in scores.to_dict(breakdown=False)
+    text = scores.format(breakdown=True)
+    assert "UAS                  83.33  (5/6)" in text
+    assert "LAS (universal)      66.67  (4/6)" in text
+    assert "(excluding 2 words with gold UPOS PUNCT)" in text
+    assert "nsubj:pass" in text and "\nroot" in text
