@@ -1,0 +1,232 @@
+"""The arc-standard system (Nivre 2004, 2008; shift-reduce dependency parsing)
+with an exact dynamic oracle for any gold tree, projective or not (Nederhof
+2019, "Calculating the optimal step in shift-reduce dependency parsing: from
+cubic to linear time", TACL).
+
+Configuration: a stack with the root at its bottom, and a buffer ``b..n``.
+
+* ``shift``: push ``b0``;
+* ``left``:  ``s1 <- s0`` (``s0`` becomes the head of ``s1``), pop ``s1``;
+  ``s1`` must not be the root;
+* ``right``: ``s1 -> s0``, pop ``s0``.
+
+Final when the buffer is empty and only the root is left.  The system builds
+exactly the projective trees (several dependents of the root allowed).
+Features: ``s0, s1, s2, b0`` (``s0`` is the root when the stack holds only it).
+
+The dynamic oracle prices each action by the best tree still derivable after
+it (section 4 of the paper; see :mod:`._arc_standard_dp` for the chart and the
+characterisation of derivable trees it relies on).  For a projective gold
+tree the buffer first shrinks to its *critical* words (section 5, properties
+1-3): a buffer word whose gold head and gold descendants all lie in the buffer
+is taken to get its gold head, and drops out of the chart.  This is the
+paper's "section 4 (proj)" set-up of section 8.2; its linear algorithm
+(section 6) is not used, as its tables did not survive in our copy of the
+paper.  Usually only a handful of buffer words stay critical, so the chart
+runs on a few units instead of the whole sentence.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from . import register
+from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
+from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .trees import children, descendant_spans, is_projective
+
+SHIFT, LEFT, RIGHT = "shift", "left", "right"
+
+
+class ArcStandardState(State):
+    __slots__ = ("stack", "b")
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.stack = [ROOT]
+        self.b = 1
+
+    def copy(self) -> "ArcStandardState":
+        new = self._copy_arcs_to(object.__new__(ArcStandardState))
+        new.stack = self.stack[:]
+        new.b = self.b
+        return new
+
+    def key(self) -> tuple:
+        return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
+
+
+@register("arc-standard")
+class ArcStandard(TransitionSystem):
+    actions = (SHIFT, LEFT, RIGHT)
+    arc_actions = frozenset({LEFT, RIGHT})
+    feature_names = ("s0", "s1", "s2", "b0")
+
+    def initial_state(self, n: int) -> ArcStandardState:
+        return ArcStandardState(n)
+
+    def legal_actions(self, state: ArcStandardState) -> list[str]:
+        depth = len(state.stack)
+        legal = [SHIFT] if state.b < len(state.heads) else []
+        if depth > 2:
+            legal.append(LEFT)
+        if depth > 1:
+            legal.append(RIGHT)
+        return legal
+
+    def apply(self, state: ArcStandardState, action: str, label: str | None = None) -> None:
+        stack = state.stack
+        if action == SHIFT:
+            stack.append(state.b)
+            state.b += 1
+        elif action == LEFT:
+            dep = stack.pop(-2)
+            state.add_arc(stack[-1], dep, label)
+        elif action == RIGHT:
+            dep = stack.pop()
+            state.add_arc(stack[-1], dep, label)
+        else:
+            raise ValueError(f"arc-standard has no action {action!r}")
+
+    def is_final(self, state: ArcStandardState) -> bool:
+        return state.b >= len(state.heads) and len(state.stack) == 1
+
+    def arc_of(self, state: ArcStandardState, action: str) -> tuple[int, int]:
+        if action == LEFT:
+            return state.stack[-1], state.stack[-2]
+        if action == RIGHT:
+            return state.stack[-2], state.stack[-1]
+        raise ValueError(f"{action!r} builds no arc")
+
+    def features(self, state: ArcStandardState) -> list[int]:
+        stack = state.stack
+        depth = len(stack)
+        return [
+            stack[-1],
+            stack[-2] if depth > 1 else NO_HEAD,
+            stack[-3] if depth > 2 else NO_HEAD,
+            state.b if state.b < len(state.heads) else NO_HEAD,
+        ]
+
+    def can_build(self, gold_heads: Sequence[int]) -> bool:
+        return is_projective(gold_heads)
+
+    def static_oracle(self, gold_heads: Sequence[int]) -> "ArcStandardStaticOracle":
+        return ArcStandardStaticOracle(gold_heads)
+
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcStandardDynamicOracle":
+        return ArcStandardDynamicOracle(gold_heads)
+
+
+class ArcStandardStaticOracle:
+    """Reduce the top two words as soon as the dependent has all its
+    dependents (left before right); shift otherwise."""
+
+    def __init__(self, gold_heads: Sequence[int]):
+        self.gold = list(gold_heads)
+        self.kids = children(gold_heads)
+
+    def _complete(self, state: ArcStandardState, word: int) -> bool:
+        heads = state.heads
+        return all(heads[k] == word for k in self.kids[word])
+
+    def next_action(self, state: ArcStandardState) -> str:
+        stack = state.stack
+        if len(stack) > 1:
+            s0, s1 = stack[-1], stack[-2]
+            if s1 != ROOT and self.gold[s1] == s0 and self._complete(state, s1):
+                return LEFT
+            if self.gold[s0] == s1 and self._complete(state, s0):
+                return RIGHT
+        return SHIFT
+
+
+class ArcStandardDynamicOracle:
+    """Exact costs for any gold tree (Nederhof 2019, section 4: the best tree
+    derivable from each successor, found by a cubic chart over stack and
+    buffer).  With a projective gold tree the buffer is first cut down to its
+    critical words (section 5, properties 1-3), which leaves the chart small.
+
+    ``cost(a) = best - score(a)`` where ``score(a)`` is the number of gold arcs
+    the successor of ``a`` can still add (its own arc included): the loss of
+    a state is the best loss of its successors, and arcs already built are
+    common to all of them.  No state is copied: successors are only described
+    by their unit sequences, and their charts run as one batch.  For a
+    non-projective gold tree the spans inside the buffer come from one chart
+    over the whole sentence, built on first use.
+    """
+
+    def __init__(self, gold_heads: Sequence[int], *, use_projective_shortcut: bool = True):
+        self.gold = list(gold_heads)
+        n = len(self.gold) - 1
+        # one extra id, n + 1, pads short unit sequences in the shared chart
+        gold = np.array(self.gold + [-2], dtype=np.int64)
+        gold[0] = -2  # the root has no head
+        self._gold = gold
+        self.projective = use_projective_shortcut and is_projective(gold_heads)
+        if self.projective:
+            self._span_start = descendant_spans(gold_heads)[0]
+            self._critical: dict[int, tuple[list[int], int]] = {}
+        self._words: WordChart | None = None  # built on first use, for non-projective gold
+        self._n = n
+
+    def costs(self, state: ArcStandardState) -> dict[str, int]:
+        stack, b = state.stack, state.b
+        gold = self.gold
+        actions, gains, stacks, buffer_starts = [], [], [], []
+        if b <= self._n:
+            actions.append(SHIFT)
+            gains.append(0)
+            stacks.append(stack + [b])
+            buffer_starts.append(b + 1)
+        if len(stack) > 1:
+            rest = stack[:-2]
+            s1, s0 = stack[-2], stack[-1]
+            if len(stack) > 2:
+                actions.append(LEFT)
+                gains.append(int(gold[s1] == s0))
+                stacks.append(rest + [s0])
+                buffer_starts.append(b)
+            actions.append(RIGHT)
+            gains.append(int(gold[s0] == s1))
+            stacks.append(rest + [s1])
+            buffer_starts.append(b)
+        scores = [gain + best for gain, best in zip(gains, self._best(stacks, buffer_starts, b))]
+        top = max(scores)
+        return {action: top - score for action, score in zip(actions, scores)}
+
+    def _best(self, stacks: list[list[int]], buffer_starts: list[int], b: int) -> list[int]:
+        """Most gold arcs still derivable from each successor, given by its
+        stack and the start of its buffer; ``b`` starts the current buffer,
+        so without the projective shortcut every unit sequence ends with the
+        words ``b..n``."""
+        if self.projective:
+            rows, settled = [], []
+            for stack, start in zip(stacks, buffer_starts):
+                buffer, other = self._critical_words(start)
+                rows.append(stack + buffer)
+                settled.append(other)
+            words = None
+        else:
+            rows = [stack + list(range(start, self._n + 1)) for stack, start in zip(stacks, buffer_starts)]
+            settled = [0] * len(rows)
+            if self._words is None:
+                self._words = WordChart(self._gold)
+            words = (self._words, b, [len(row) - (self._n + 1 - b) for row in rows])
+        tops = [len(stack) - 1 for stack in stacks]
+        lasts = [len(row) - 1 for row in rows]
+        found = best_gold_arcs(gold_weights(rows, self._gold), tops, lasts, words)
+        return [other + best for other, best in zip(settled, found)]
+
+    def _critical_words(self, b: int) -> tuple[list[int], int]:
+        """Buffer words whose gold head or some gold descendant lies outside the
+        buffer (the paper's critical nodes), and how many other words there are.
+        The gold tree is projective, so a word's descendants are the span
+        starting at ``_span_start``.  Kept per ``b``: consecutive states often
+        share their buffer."""
+        if b not in self._critical:
+            gold, start, n = self.gold, self._span_start, self._n
+            critical = [w for w in range(b, n + 1) if gold[w] < b or start[w] < b]
+            self._critical[b] = (critical, n + 1 - b - len(critical))
+        return self._critical[b]
