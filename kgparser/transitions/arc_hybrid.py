@@ -134,7 +134,8 @@ class ArcHybridStaticOracle:
 
 class ArcHybridDynamicOracle:
     """Costs of Goldberg & Nivre (2013), table 1: the number of gold arcs each
-    action makes unreachable.  A word left of ``b`` is on the stack exactly when
+    action makes unreachable.  A gold head of ``-1`` means "don't care": such
+    words are left out of the count (used for arc constraints).  A word left of ``b`` is on the stack exactly when
     it has no head yet, which makes every test O(1) plus the word's degree."""
 
     def __init__(self, gold_heads: Sequence[int]):
@@ -152,7 +153,7 @@ class ArcHybridDynamicOracle:
         if b <= n:
             # shift: b0 loses a head on the stack below s0 and dependents on the stack
             h = gold[b]
-            lost = 1 if h != s0 and h < b and heads[h] == NO_HEAD else 0
+            lost = 1 if h != NO_HEAD and h != s0 and h < b and heads[h] == NO_HEAD else 0
             lost += sum(1 for k in self.kids[b] if k < b and heads[k] == NO_HEAD)
             costs[SHIFT] = lost
             if s0 != ROOT:
