@@ -1,0 +1,168 @@
+"""Collecting what the runs of a grid wrote: test scores sentence by sentence
+(from the predictions of the best checkpoint against the gold test file),
+breakdowns by arc length and for non-projective arcs, and learning curves.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..conllu_io import read_conllu
+from ..evaluation import DISTANCE_BUCKETS, distance_bucket
+from ..transitions.trees import nonprojective_arcs
+from .grid import Grid, Run, fingerprint, run_config
+from .runners import MARKER, run_status
+
+METRICS_FILE, TENSORBOARD_DIR = "metrics.jsonl", "tensorboard"
+#: learning-curve series: TensorBoard tag -> metrics.jsonl key
+CURVES = {"dev/las": "dev_las", "dev/uas": "dev_uas", "train/loss": "loss"}
+
+
+@dataclass
+class Counts:
+    """gold / predicted / correct arcs of one category (precision, recall derived)."""
+
+    gold: int = 0
+    predicted: int = 0
+    correct: int = 0
+
+    def add(self, other: "Counts") -> None:
+        self.gold += other.gold
+        self.predicted += other.predicted
+        self.correct += other.correct
+
+    @property
+    def precision(self) -> float | None:
+        return self.correct / self.predicted if self.predicted else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.correct / self.gold if self.gold else None
+
+
+@dataclass
+class RunResult:
+    run: Run
+    status: str
+    #: per test sentence: scored words, words with the right head, right head and label
+    words: np.ndarray | None = None
+    heads: np.ndarray | None = None
+    labeled: np.ndarray | None = None
+    #: arc-length bucket -> counts (unlabeled; precision by predicted length, recall by gold length)
+    by_length: dict[str, Counts] = field(default_factory=dict)
+    nonprojective: Counts = field(default_factory=Counts)
+    #: series name (see CURVES) -> [(epoch, value), ...]
+    curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    test_file: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.words is not None
+
+    @property
+    def uas(self) -> float:
+        return float(self.heads.sum() / self.words.sum())
+
+    @property
+    def las(self) -> float:
+        return float(self.labeled.sum() / self.words.sum())
+
+
+def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
+    """Per-sentence arrays and breakdown counts of predicted against gold trees
+    (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored)."""
+    from ..evaluation import EvaluationError
+
+    if len(gold_sentences) != len(pred_sentences):
+        raise EvaluationError(f"{len(gold_sentences)} gold sentences but {len(pred_sentences)} predicted")
+    words, heads, labeled = [], [], []
+    by_length = {bucket: Counts() for bucket in DISTANCE_BUCKETS}
+    nonprojective = Counts()
+    for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
+        if gold.forms != pred.forms:
+            raise EvaluationError(f"sentence {index} (gold {gold.source}:{gold.line}): the prediction has "
+                                  "other words")
+        scored = [d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"]
+        right = [d for d in scored if pred.heads[d] == gold.heads[d]]
+        words.append(len(scored))
+        heads.append(len(right))
+        labeled.append(sum(pred.deprels[d] == gold.deprels[d] for d in right))
+        for d in scored:
+            by_length[distance_bucket(gold.heads[d], d)].gold += 1
+            if pred.heads[d] >= 0:
+                by_length[distance_bucket(pred.heads[d], d)].predicted += 1
+        for d in right:
+            by_length[distance_bucket(gold.heads[d], d)].correct += 1
+        scored_set = set(scored)
+        gold_np = {arc for arc in nonprojective_arcs(gold.heads) if arc[1] in scored_set}
+        attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]  # "_" heads: root, as in DESIGN.md
+        pred_np = {arc for arc in nonprojective_arcs(attached) if arc[1] in scored_set and pred.heads[arc[1]] >= 0}
+        nonprojective.add(Counts(len(gold_np), len(pred_np),
+                                 sum(pred.heads[d] == h for h, d in gold_np)))
+    return {"words": np.array(words), "heads": np.array(heads), "labeled": np.array(labeled),
+            "by_length": by_length, "nonprojective": nonprojective}
+
+
+def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Learning curves from the run's TensorBoard event files, or from its metrics
+    file when it has no events (``training.tensorboard: false``)."""
+    curves = _tensorboard_curves(run_dir / TENSORBOARD_DIR)
+    return curves or _metrics_curves(run_dir / METRICS_FILE)
+
+
+def _tensorboard_curves(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    if not log_dir.is_dir() or not any(log_dir.glob("events.out.tfevents.*")):
+        return {}
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    tags = set(accumulator.Tags().get("scalars", ()))
+    curves = {}
+    for tag in CURVES:
+        if tag in tags:
+            by_step = {event.step: event.value for event in accumulator.Scalars(tag)}  # the last write wins
+            curves[tag] = sorted(by_step.items())
+    return curves
+
+
+def _metrics_curves(path: Path) -> dict[str, list[tuple[int, float]]]:
+    if not path.exists():
+        return {}
+    curves: dict[str, dict[int, float]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        for tag, key in CURVES.items():
+            if record.get(key) is not None and "epoch" in record:
+                curves.setdefault(tag, {})[int(record["epoch"])] = float(record[key])
+    return {tag: sorted(points.items()) for tag, points in curves.items()}
+
+
+def collect(grid: Grid, log=print) -> list[RunResult]:
+    """One result per run of the grid; unfinished runs are listed without scores."""
+    gold_cache: dict[str, list] = {}
+    results = []
+    for run in grid.runs:
+        config = run_config(grid, run)
+        status = run_status(run, fingerprint(config))
+        result = RunResult(run, status)
+        if status == "finished":
+            marker = json.loads((run.output_dir / MARKER).read_text(encoding="utf-8"))
+            result.test_file = config.data.test
+            if marker.get("predictions") and result.test_file:
+                if result.test_file not in gold_cache:
+                    gold_cache[result.test_file] = read_conllu(result.test_file)
+                predicted = read_conllu(run.output_dir / marker["predictions"], require_tree=False)
+                scores = score_sentences(gold_cache[result.test_file], predicted, grid.report.punct)
+                result.words, result.heads, result.labeled = scores["words"], scores["heads"], scores["labeled"]
+                result.by_length, result.nonprojective = scores["by_length"], scores["nonprojective"]
+            else:
+                log(f"{run.name}: no test predictions (no data.test); left out of the tables")
+            result.curves = read_curves(run.output_dir)
+        results.append(result)
+    return results

@@ -1,0 +1,265 @@
+"""Running the runs of a grid: resumable, in parallel locally, or on a cluster.
+
+Each run is the same two commands wherever it executes, so any engine gives
+the same files::
+
+    kgparser train BASE --set KEY=VALUE ... --set output_dir=RUN_DIR [--resume]
+    kgparser parse TEST --model RUN_DIR/best.pt --output RUN_DIR/test.pred.conllu
+
+and, when both succeed, the marker ``RUN_DIR/experiment.json`` (written last,
+atomically).  A run counts as finished when its marker records the same
+fingerprint (of its resolved config, :func:`.grid.fingerprint`) as the grid
+asks for now; a run interrupted during training is continued with
+``--resume`` from its ``last.pt`` if it was started with the same config
+(``RUN_DIR/.started``), and trained from scratch otherwise.
+
+Engines: ``local`` runs at most ``max_parallel`` runs at once (each in its own
+processes; threads of this process only wait for them); ``ray`` sends each run
+to a Ray cluster as a task needing ``threads_per_run`` CPUs; ``slurm`` submits
+a SLURM job array through ``submitit``.  Ray and submitit are imported only
+when chosen (``pip install kgparser[ray]`` / ``kgparser[slurm]``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import KgparserError
+from .grid import Grid, Run, fingerprint, run_config
+
+MARKER = "experiment.json"
+PREDICTIONS = "test.pred.conllu"
+TRAIN_LOG = "train.log"
+BEST, LAST = "best.pt", "last.pt"
+LOCK_FILE = ".experiment.lock"
+#: the fingerprint of the config a run was started with (decides whether last.pt may be resumed)
+STARTED = ".started"
+
+
+class RunFailed(KgparserError):
+    """A run's training or parsing command failed (the message points to its log)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to execute one run (plain data: it travels to Ray/SLURM)."""
+
+    name: str
+    base: str
+    output_dir: str
+    set_arguments: tuple[str, ...]
+    test: str | None
+    fingerprint: str
+    threads: int
+    point: tuple[tuple[str, str], ...]
+
+
+def run_status(run: Run, expected: str) -> str:
+    """``finished``, ``stale`` (finished under another config), ``partial`` (has a
+    last.pt to resume from) or ``pending``."""
+    marker = run.output_dir / MARKER
+    if marker.exists():
+        try:
+            recorded = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, ValueError):
+            recorded = None
+        return "finished" if recorded == expected else "stale"
+    if (run.output_dir / LAST).exists():
+        return "partial"
+    return "pending"
+
+
+def statuses(grid: Grid) -> list[tuple[Run, str]]:
+    return [(run, run_status(run, fingerprint(run_config(grid, run)))) for run in grid.runs]
+
+
+def make_job(grid: Grid, run: Run) -> Job:
+    config = run_config(grid, run)
+    return Job(run.name, str(grid.base), str(run.output_dir), tuple(run.set_arguments()), config.data.test,
+               fingerprint(config), grid.engine.threads_per_run, run.point)
+
+
+def _command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "kgparser.cli", *arguments]
+
+
+def _call(command: list[str], log: Path, threads: int, what: str, job: Job) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"$ {' '.join(command)}\n")
+        handle.flush()
+        code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    if code != 0:
+        raise RunFailed(f"run {job.name}: {what} failed with exit code {code}; see {log}")
+
+
+def _resumable(out: Path, fingerprint: str) -> bool:
+    """A ``last.pt`` left by an interrupted run of the same config."""
+    started = out / STARTED
+    return (out / LAST).exists() and started.exists() and started.read_text(encoding="utf-8") == fingerprint
+
+
+def execute(job: Job) -> dict:
+    """Train (or resume) one run, parse its test set with the best checkpoint and
+    write the marker.  Returns the marker's content."""
+    out = Path(job.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).unlink(missing_ok=True)
+    log = out / TRAIN_LOG
+    started = time.time()
+    train = _command("train", job.base, *(a for s in job.set_arguments for a in ("--set", s)),
+                     "--set", f"output_dir={out}", "--set", f"threads={job.threads}",
+                     "--set", "training.progress=false")
+    if _resumable(out, job.fingerprint):
+        train.append("--resume")
+    else:
+        for name in (LAST, BEST):
+            (out / name).unlink(missing_ok=True)
+    (out / STARTED).write_text(job.fingerprint, encoding="utf-8")
+    _call(train, log, job.threads, "training", job)
+    if job.test:
+        _call(_command("parse", job.test, "--model", str(out / BEST), "--output", str(out / PREDICTIONS),
+                       "--threads", str(job.threads)), log, job.threads, "parsing the test set", job)
+    marker = {"name": job.name, "point": dict(job.point), "fingerprint": job.fingerprint,
+              "set": list(job.set_arguments), "test": job.test,
+              "predictions": PREDICTIONS if job.test else None,
+              "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    temporary = out / f".{MARKER}.tmp"
+    temporary.write_text(json.dumps(marker, indent=2), encoding="utf-8")
+    os.replace(temporary, out / MARKER)
+    return marker
+
+
+def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], dict] = execute,
+              log: Callable[[str], None] = print) -> list[str]:
+    """At most ``max_parallel`` runs at once; returns the failures' messages."""
+    failures = []
+    with ThreadPoolExecutor(max_workers=max_parallel) as pool:
+        futures = {pool.submit(execute_job, job): job for job in jobs}
+        try:
+            for done, future in enumerate(as_completed(futures), start=1):
+                job = futures[future]
+                try:
+                    future.result()
+                    log(f"[{done}/{len(jobs)}] finished {job.name}")
+                except Exception as exc:  # a failed run must not stop the others
+                    failures.append(f"{job.name}: {exc}")
+                    log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+        except BaseException:
+            # Ctrl-C reaches the running runs' processes too; start no new ones
+            for future in futures:
+                future.cancel()
+            raise
+    return failures
+
+
+def run_ray(jobs: list[Job], settings: dict, threads: int, log: Callable[[str], None] = print) -> list[str]:
+    """One Ray task per run; ``settings``: ``address`` (default ``auto``: the running
+    cluster), ``num_gpus_per_run`` (default 0), ``init`` (more ``ray.init`` arguments)."""
+    try:
+        import ray
+    except ImportError:
+        raise KgparserError("engine.kind: ray needs the ray package: pip install 'kgparser[ray]'") from None
+    ray.init(address=settings.get("address", "auto"), **settings.get("init", {}))
+    remote = ray.remote(num_cpus=threads, num_gpus=settings.get("num_gpus_per_run", 0))(execute)
+    pending = {remote.remote(job): job for job in jobs}
+    failures, done = [], 0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        job = pending.pop(ready[0])
+        done += 1
+        try:
+            ray.get(ready[0])
+            log(f"[{done}/{len(jobs)}] finished {job.name}")
+        except Exception as exc:
+            failures.append(f"{job.name}: {exc}")
+            log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+    return failures
+
+
+def run_slurm(jobs: list[Job], settings: dict, threads: int, folder: Path,
+              log: Callable[[str], None] = print) -> list[str]:
+    """A SLURM job array through submitit; ``settings`` go to
+    ``AutoExecutor.update_parameters`` (e.g. ``slurm_partition``, ``timeout_min``,
+    ``mem_gb``, ``gpus_per_node``, ``slurm_array_parallelism``); ``cpus_per_task``
+    defaults to ``threads_per_run``.  Waits for the jobs to end."""
+    try:
+        import submitit
+    except ImportError:
+        raise KgparserError("engine.kind: slurm needs submitit: pip install 'kgparser[slurm]'") from None
+    executor = submitit.AutoExecutor(folder=str(folder))
+    executor.update_parameters(**{"cpus_per_task": threads, "name": "kgparser", **settings})
+    submitted = executor.map_array(execute, jobs)
+    log(f"submitted {len(submitted)} SLURM jobs (array {submitted[0].job_id.split('_')[0] if submitted else '-'}); "
+        f"logs in {folder}")
+    failures = []
+    for done, (job, handle) in enumerate(zip(jobs, submitted), start=1):
+        try:
+            handle.result()
+            log(f"[{done}/{len(jobs)}] finished {job.name}")
+        except Exception as exc:
+            failures.append(f"{job.name}: {exc}")
+            log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+    return failures
+
+
+def run_grid(grid: Grid, *, engine: str | None = None, max_parallel: int | None = None,
+             only: Callable[[Run], bool] | None = None, execute_job: Callable[[Job], dict] = execute,
+             log: Callable[[str], None] = print) -> list[str]:
+    """Run every run not finished yet (``stale`` ones again); returns failure messages."""
+    with grid_lock(grid):
+        return _run_unfinished(grid, engine, max_parallel, only, execute_job, log)
+
+
+@contextmanager
+def grid_lock(grid: Grid):
+    """One ``kgparser experiment run`` per grid at a time (two would train the same runs)."""
+    import fcntl
+
+    grid.output_root.mkdir(parents=True, exist_ok=True)
+    with open(grid.output_root / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise KgparserError(f"{grid.path}: another 'kgparser experiment run' is running this grid "
+                                f"(lock {grid.output_root / LOCK_FILE})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_unfinished(grid: Grid, engine: str | None, max_parallel: int | None, only, execute_job,
+                    log: Callable[[str], None]) -> list[str]:
+    todo, finished = [], 0
+    for run, status in statuses(grid):
+        if only is not None and not only(run):
+            continue
+        if status == "finished":
+            finished += 1
+            continue
+        if status == "stale":
+            log(f"{run.name}: the grid or base config changed since it finished; training it again")
+            for name in (LAST, BEST, MARKER):
+                (run.output_dir / name).unlink(missing_ok=True)
+        todo.append(make_job(grid, run))
+    kind = engine or grid.engine.kind
+    log(f"{grid.name}: {finished + len(todo)} runs, {finished} already finished, {len(todo)} to run ({kind})")
+    if not todo:
+        return []
+    threads = grid.engine.threads_per_run
+    if kind == "local":
+        return run_local(todo, max_parallel or grid.engine.parallel(), execute_job, log)
+    if kind == "ray":
+        return run_ray(todo, grid.engine.ray, threads, log)
+    if kind == "slurm":
+        return run_slurm(todo, grid.engine.slurm, threads, grid.output_root / "_submitit", log)
+    raise KgparserError(f"unknown engine {kind!r}")

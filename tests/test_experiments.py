@@ -1,0 +1,556 @@
+"""Experiment grids: expansion, resuming, significance tests, reports.
+
+Runs are faked (the two subprocess commands of a run are replaced by a
+function that writes what training and parsing would write), so these tests
+need no training; one end-to-end test trains a tiny model for real.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from kgparser.cli import main
+from kgparser.conllu_io import read_conllu, write_conllu
+from kgparser.errors import KgparserError
+from kgparser.evaluation import evaluate_files
+from kgparser.experiments import collect, load_grid, run_grid, write_report
+from kgparser.experiments import runners
+from kgparser.experiments.grid import GridError, fingerprint, run_config
+from kgparser.experiments.significance import paired_bootstrap, paired_randomization
+from kgparser.transitions.trees import nonprojective_arcs, random_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "kgparser" / "resources" / "en_ewt_sample"
+
+
+# --- fixtures -----------------------------------------------------------------
+
+def write_gold(path: Path, sentences: int = 40, words: int = 8, seed: int = 7) -> Path:
+    """Random trees (many of them non-projective) as CoNLL-U."""
+    rng = random.Random(seed)
+    blocks = []
+    for s in range(sentences):
+        heads = random_tree(words, rng, single_root=True)
+        lines = [f"# sent_id = s{s}"]
+        for d in range(1, words + 1):
+            label = "root" if heads[d] == 0 else rng.choice(["nsubj", "obj", "amod"])
+            lines.append(f"{d}\tw{s}_{d}\tw\tNOUN\t_\t_\t{heads[d]}\t{label}\t_\t_")
+        blocks.append("\n".join(lines) + "\n\n")
+    path.write_text("".join(blocks), encoding="utf-8")
+    return path
+
+
+def write_base(tmp_path: Path, gold: Path) -> Path:
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump({"data": {"train": str(gold), "dev": str(gold), "test": str(gold)},
+                                    "training": {"epochs": 3}}), encoding="utf-8")
+    return base
+
+
+def write_grid(tmp_path: Path, body: dict, name: str = "grid.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"base": "base.yaml", "output_root": "runs", **body}, sort_keys=False),
+                    encoding="utf-8")
+    return path
+
+
+#: error rate of the fake parser by oracle (the system makes no difference)
+ERROR_RATE = {"static": 0.4, "dynamic": 0.1}
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def _settings(command: list[str]) -> dict:
+    return dict(command[i + 1].split("=", 1) for i, a in enumerate(command) if a == "--set")
+
+
+def fake_call(calls: list):
+    """Stands for ``subprocess.call`` of a run's ``train`` / ``parse`` commands."""
+    def call(command, stdout=None, stderr=None, env=None):
+        calls.append(command)
+        action = command[3]
+        if action == "train":
+            settings = _settings(command)
+            out = Path(settings["output_dir"])
+            (out / "last.pt").write_bytes(b"fake")
+            (out / "best.pt").write_bytes(b"fake")
+            records = [{"epoch": e, "loss": 1.0 / e, "dev_las": 0.5 + 0.1 * e, "dev_uas": 0.6 + 0.1 * e}
+                       for e in (1, 2, 3)]
+            (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        elif action == "parse":
+            out = Path(_option(command, "--output"))
+            settings = dict(part.split("=", 1) for part in out.parent.relative_to(out.parents[3]).parts)
+            rate = ERROR_RATE[settings["oracle"]]
+            rng = random.Random(int(settings["seed"]))
+            sentences = read_conllu(command[4])
+            for sentence in sentences:
+                heads = list(sentence.heads)
+                labels = list(sentence.deprels)
+                for d in range(1, sentence.n + 1):
+                    if rng.random() < rate and heads[d] != 0:  # attach to the root: wrong, never a cycle
+                        heads[d] = 0
+                    elif rng.random() < 0.1:
+                        labels[d] = "dep"
+                sentence.set_tree(heads, labels)
+            write_conllu(sentences, out)
+        return 0
+    return call
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(runners.subprocess, "call", fake_call(calls))
+    return calls
+
+
+GRID = {
+    "name": "tiny",
+    "set": {"training.epochs": 2},
+    "axes": {"system": ["arc-hybrid", "arc-eager"], "oracle": ["static", "dynamic"], "seed": [1, 2]},
+    "compare": [{"name": "oracle", "a": {"oracle": "static"}, "b": {"oracle": "dynamic"}},
+                {"name": "system", "a": {"system": "arc-hybrid"}, "b": {"system": "arc-eager"}}],
+    "engine": {"max_parallel": 2},
+    "report": {"samples": 1000},
+}
+
+
+@pytest.fixture
+def tiny_grid(tmp_path):
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu"))
+    return write_grid(tmp_path, GRID)
+
+
+# --- grid expansion ---------------------------------------------------------
+
+def test_expansion_is_the_product_of_the_axes_in_order(tiny_grid, tmp_path):
+    grid = load_grid(tiny_grid)
+    assert len(grid.runs) == 8
+    assert [run.name for run in grid.runs[:3]] == [
+        "system=arc-hybrid/oracle=static/seed=1", "system=arc-hybrid/oracle=static/seed=2",
+        "system=arc-hybrid/oracle=dynamic/seed=1"]
+    run = grid.runs[2]
+    assert run.output_dir == (tmp_path / "runs" / "system=arc-hybrid" / "oracle=dynamic" / "seed=1").resolve()
+    assert run.set_arguments() == ["training.epochs=2", "system.name=arc-hybrid", "training.oracle=dynamic",
+                                   "seed=1"]
+    config = run_config(grid, run)
+    assert (config.system.name, config.training.oracle, config.seed, config.training.epochs) == \
+        ("arc-hybrid", "dynamic", 1, 2)
+    assert grid.comparisons[0].over == ("system",)
+    assert grid.comparisons[1].over == ("oracle",)
+    assert grid.engine.parallel() == 2
+
+
+def test_mapping_key_and_treebank_axes_with_exclusions(tmp_path):
+    gold = write_gold(tmp_path / "gold.conllu", sentences=2)
+    write_base(tmp_path, gold)
+    for name in ("UD_Toy-A", "UD_Toy-B"):
+        directory = tmp_path / "ud" / name
+        directory.mkdir(parents=True)
+        for split in ("train", "dev", "test"):
+            (directory / f"toy-ud-{split}.conllu").write_text(gold.read_text())
+    path = write_grid(tmp_path, {"axes": {
+        "treebank": {"ud": "ud", "values": ["UD_Toy-A", "UD_Toy-B"]},
+        "parser": {"2p": {"system.name": "two-planar", "training.oracle": "dynamic"},
+                   "swap": {"system.name": "arc-hybrid-swap", "training.oracle": "static-dynamic"}},
+        "switch": {"key": "system.options.regularize_switch", "values": [True, False]}},
+        "exclude": [{"parser": "swap", "switch": False}]})
+    grid = load_grid(path)
+    assert [run.name for run in grid.runs][:3] == ["treebank=Toy-A/parser=2p/switch=true",
+                                                  "treebank=Toy-A/parser=2p/switch=false",
+                                                  "treebank=Toy-A/parser=swap/switch=true"]
+    assert len(grid.runs) == 6
+    overrides = dict(grid.runs[1].overrides)
+    assert overrides["data.test"] == str((tmp_path / "ud/UD_Toy-A/toy-ud-test.conllu").resolve())
+    assert overrides["system.options.regularize_switch"] is False
+    assert run_config(grid, grid.runs[1]).system.options == {"regularize_switch": False}
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"axes": {"system": ["arc-hybrid"]}, "colour": 1}, "unknown key 'colour'"),
+    ({"axes": {"sistem": ["arc-hybrid"]}}, "axes.sistem: a plain list needs a known axis name"),
+    ({"axes": {"oracle": ["static"]}, "compare": [{"a": {"oracle": "static"}, "b": {"oracle": "nope"}}]},
+     "compare[0].b.oracle: 'nope' is not one of static"),
+    ({"axes": {"oracle": ["static"]}, "engine": {"kind": "kubernetes"}}, "engine.kind"),
+    ({"axes": {"oracle": ["static", "static"]}}, "repeated value label"),
+    ({"axes": {"oracle": ["static"]}, "set": {"output_dir": "x"}}, "set.output_dir"),
+])
+def test_grid_errors_name_file_and_key(tmp_path, body, message):
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))
+    path = write_grid(tmp_path, body)
+    with pytest.raises(GridError, match=".*".join(map(__import__("re").escape, [str(path.name), message]))):
+        load_grid(path)
+
+
+def test_invalid_run_config_is_reported_before_running(tmp_path):
+    from kgparser.experiments.grid import validate_runs
+
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))
+    grid = load_grid(write_grid(tmp_path, {"axes": {"system": ["arc-hybrid", "arc-hybird"]}}))
+    with pytest.raises(GridError, match="run system=arc-hybird: .*system.name"):
+        validate_runs(grid)
+
+
+# --- running and resuming -----------------------------------------------------
+
+def test_runs_are_skipped_once_finished_and_rerun_when_the_grid_changes(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    assert run_grid(grid, log=lambda line: None) == []
+    assert sum(c[3] == "train" for c in fake_runs) == 8 and sum(c[3] == "parse" for c in fake_runs) == 8
+    assert all(runners.run_status(r, fingerprint(run_config(grid, r))) == "finished" for r in grid.runs)
+    fake_runs.clear()
+    assert run_grid(load_grid(tiny_grid), log=lambda line: None) == []
+    assert fake_runs == []
+    # one run's marker lost after training: it is resumed from last.pt
+    (grid.runs[0].output_dir / runners.MARKER).unlink()
+    run_grid(load_grid(tiny_grid), log=lambda line: None)
+    assert [c[3] for c in fake_runs] == ["train", "parse"] and "--resume" in fake_runs[0]
+    assert f"output_dir={grid.runs[0].output_dir}" in fake_runs[0]
+    # a changed setting makes every run stale: trained again from scratch
+    fake_runs.clear()
+    changed = yaml.safe_load(tiny_grid.read_text())
+    changed["set"]["training.epochs"] = 3
+    tiny_grid.write_text(yaml.safe_dump(changed, sort_keys=False))
+    run_grid(load_grid(tiny_grid), log=lambda line: None)
+    trains = [c for c in fake_runs if c[3] == "train"]
+    assert len(trains) == 8 and not any("--resume" in c for c in trains)
+    # interrupted (no marker, a last.pt) under an older config: started over, not resumed
+    fake_runs.clear()
+    (grid.runs[1].output_dir / runners.MARKER).unlink()
+    changed["set"]["training.epochs"] = 4
+    tiny_grid.write_text(yaml.safe_dump(changed, sort_keys=False))
+    grid = load_grid(tiny_grid)
+    assert dict(runners.statuses(grid))[grid.runs[1]] == "partial"
+    run_grid(grid, only=lambda run: run is grid.runs[1], log=lambda line: None)
+    assert [c[3] for c in fake_runs] == ["train", "parse"] and "--resume" not in fake_runs[0]
+
+
+def test_only_filter_and_threads(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    run_grid(grid, only=lambda run: run.labels["oracle"] == "dynamic", log=lambda line: None)
+    trained = {_settings(c)["output_dir"] for c in fake_runs if c[3] == "train"}
+    assert trained == {str(r.output_dir) for r in grid.runs if r.labels["oracle"] == "dynamic"}
+    assert all(_settings(c)["threads"] == "1" for c in fake_runs if c[3] == "train")
+
+
+def test_a_failed_run_has_no_marker_and_others_go_on(tiny_grid, monkeypatch):
+    calls: list = []
+    succeed = fake_call(calls)
+
+    def call(command, **kwargs):
+        if command[3] == "train" and "seed=2" in command:
+            return 3
+        return succeed(command, **kwargs)
+
+    monkeypatch.setattr(runners.subprocess, "call", call)
+    grid = load_grid(tiny_grid)
+    failures = run_grid(grid, log=lambda line: None)
+    assert len(failures) == 4 and all("training failed with exit code 3" in f for f in failures)
+    done = [r for r in grid.runs if (r.output_dir / runners.MARKER).exists()]
+    assert {r.labels["seed"] for r in done} == {"1"} and len(done) == 4
+
+
+def test_a_second_run_of_the_same_grid_is_refused(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    with runners.grid_lock(grid):
+        with pytest.raises(KgparserError, match="another 'kgparser experiment run' is running this grid"):
+            run_grid(load_grid(tiny_grid), log=lambda line: None)
+    assert fake_runs == []
+
+
+class FakeRay:
+    """The parts of the ``ray`` API the Ray engine uses; tasks run at once, in this process."""
+
+    def __init__(self):
+        self.init_arguments, self.resources = None, None
+
+    def init(self, **arguments):
+        self.init_arguments = arguments
+
+    def remote(self, **resources):
+        self.resources = resources
+
+        def wrap(function):
+            class Remote:
+                @staticmethod
+                def remote(job):
+                    ref = FakeRay.Ref()
+                    try:
+                        ref.value = function(job)
+                    except Exception as exc:
+                        ref.error = exc
+                    return ref
+            return Remote
+        return wrap
+
+    @staticmethod
+    def wait(refs, num_returns):
+        return refs[:num_returns], refs[num_returns:]
+
+    @staticmethod
+    def get(ref):
+        if ref.error is not None:
+            raise ref.error
+        return ref.value
+
+    class Ref:
+        value, error = None, None
+
+
+class FakeSubmitit:
+    """The parts of the ``submitit`` API the SLURM engine uses."""
+
+    def __init__(self):
+        self.folder, self.parameters = None, None
+        fake = self
+
+        class AutoExecutor:
+            def __init__(self, folder):
+                fake.folder = folder
+
+            def update_parameters(self, **parameters):
+                fake.parameters = parameters
+
+            def map_array(self, function, jobs):
+                return [FakeSubmitit.Handle(function, job, f"77_{i}") for i, job in enumerate(jobs)]
+
+        self.AutoExecutor = AutoExecutor
+
+    class Handle:
+        def __init__(self, function, job, job_id):
+            self.function, self.job, self.job_id = function, job, job_id
+
+        def result(self):
+            return self.function(self.job)
+
+
+def test_ray_and_slurm_engines_send_every_unfinished_run(tiny_grid, fake_runs, monkeypatch):
+    ray, submitit = FakeRay(), FakeSubmitit()
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setitem(sys.modules, "submitit", submitit)
+    body = yaml.safe_load(tiny_grid.read_text())
+    body["engine"] = {"kind": "ray", "threads_per_run": 2, "ray": {"address": "head:6379", "num_gpus_per_run": 1},
+                      "slurm": {"slurm_partition": "cpu", "timeout_min": 60}}
+    tiny_grid.write_text(yaml.safe_dump(body, sort_keys=False))
+    grid = load_grid(tiny_grid)
+    assert run_grid(grid, only=lambda run: run.labels["seed"] == "1", log=lambda line: None) == []
+    assert ray.init_arguments == {"address": "head:6379"} and ray.resources == {"num_cpus": 2, "num_gpus": 1}
+    assert sum(c[3] == "train" for c in fake_runs) == 4
+    fake_runs.clear()
+    assert run_grid(grid, engine="slurm", log=lambda line: None) == []
+    assert sum(c[3] == "train" for c in fake_runs) == 4
+    assert submitit.parameters == {"cpus_per_task": 2, "name": "kgparser", "slurm_partition": "cpu",
+                                   "timeout_min": 60}
+    assert submitit.folder == str(grid.output_root / "_submitit")
+    assert all((run.output_dir / runners.MARKER).exists() for run in grid.runs)
+
+
+def test_cluster_engine_without_its_package_says_what_to_install(tiny_grid, fake_runs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes "import ray" fail
+    with pytest.raises(KgparserError, match=r"pip install 'kgparser\[ray\]'"):
+        run_grid(load_grid(tiny_grid), engine="ray", log=lambda line: None)
+
+
+# --- significance tests -------------------------------------------------------
+
+def _synthetic_differences(n: int = 1000, better: int = 50, worse: int = 30):
+    """One word per sentence; B is right and A wrong on ``better`` sentences, the reverse on ``worse``."""
+    a = np.ones(n)
+    b = np.ones(n)
+    b[:better] = 1
+    a[:better] = 0
+    a[better:better + worse] = 1
+    b[better:better + worse] = 0
+    return a, b, np.ones(n)
+
+
+def test_identical_systems_are_never_significant():
+    a = np.array([3, 5, 2, 7, 1])
+    words = np.array([4, 6, 5, 9, 2])
+    for test in (paired_bootstrap, paired_randomization):
+        result = test(a, a, words, samples=500)
+        assert result.p_value == 1.0 and result.delta == 0.0
+
+
+def test_large_difference_has_the_smallest_p_value():
+    a, b, words = _synthetic_differences(better=200, worse=0)
+    for test in (paired_bootstrap, paired_randomization):
+        result = test(a, b, words, samples=2000)
+        assert result.p_value == pytest.approx(1 / 2001)
+        assert result.delta == pytest.approx(0.2)
+
+
+def _exact_randomization_p(better: int, worse: int) -> float:
+    """Swapping decides each discordant sentence's sign by a fair coin: the difference
+    in words is 2K - m with K ~ Binomial(m, 1/2), m = better + worse."""
+    m, observed = better + worse, abs(better - worse)
+    return sum(math.comb(m, k) for k in range(m + 1) if abs(2 * k - m) >= observed) / 2 ** m
+
+
+def _exact_bootstrap_p(n: int, better: int, worse: int) -> float:
+    """A resample draws n sentences; each adds +1 (B right, A wrong), -1 or 0 to the
+    difference in words, so the difference's distribution is a power of that step."""
+    step = np.array([worse / n, 1 - (better + worse) / n, better / n])  # values -1, 0, +1
+    distribution = np.array([1.0])
+    for _ in range(n):
+        distribution = np.convolve(distribution, step)
+    values = np.arange(-n, n + 1)
+    observed = better - worse
+    return float(distribution[np.abs(values - observed) >= observed].sum())
+
+
+def test_p_values_match_the_exact_distributions():
+    """B - A = +20 words of 1000 (50 sentences better, 30 worse): the Monte Carlo
+    p-values agree with the exact ones (about 0.034 and 0.029)."""
+    a, b, words = _synthetic_differences()
+    randomization = paired_randomization(a, b, words, samples=10_000, seed=1)
+    bootstrap = paired_bootstrap(a, b, words, samples=10_000, seed=1)
+    assert randomization.p_value == pytest.approx(_exact_randomization_p(50, 30), abs=0.006)
+    assert bootstrap.p_value == pytest.approx(_exact_bootstrap_p(1000, 50, 30), abs=0.006)
+    assert (bootstrap.score_a, bootstrap.score_b) == (pytest.approx(0.95), pytest.approx(0.97))
+    assert randomization.delta == pytest.approx(0.02)
+
+
+def test_randomization_matches_exhaustive_enumeration():
+    rng = np.random.default_rng(3)
+    words = rng.integers(1, 20, size=12)
+    a = rng.binomial(words, 0.7)
+    b = rng.binomial(words, 0.8)
+    observed = abs((b - a).sum())
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, b - a))) >= observed
+                  for signs in itertools.product((1, -1), repeat=12))
+    exact = extreme / 2 ** 12
+    assert paired_randomization(a, b, words, samples=20_000, seed=5).p_value == pytest.approx(exact, abs=0.01)
+
+
+def test_mismatched_inputs_are_rejected():
+    with pytest.raises(ValueError):
+        paired_bootstrap([1, 2], [1, 2, 3], [2, 2])
+
+
+# --- report -------------------------------------------------------------------
+
+def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
+    grid = load_grid(tiny_grid)
+    run_grid(grid, log=lambda line: None)
+    results = collect(grid, log=lambda line: None)
+    path = write_report(grid, results)
+    assert path == tmp_path / "runs" / "report" / "report.md"
+    text = path.read_text()
+    data = json.loads((path.parent / "results.json").read_text())
+    # the scores agree with kgparser evaluate on the predictions
+    gold = tmp_path / "gold.conllu"
+    for config in data["configurations"]:
+        for name, scores in config["runs"].items():
+            expected = evaluate_files(gold, tmp_path / "runs" / name / runners.PREDICTIONS)
+            assert scores["uas"] == pytest.approx(expected.uas)
+            assert scores["las"] == pytest.approx(expected.las)
+        values = [s["las"] for s in config["runs"].values()]
+        assert config["las_mean"] == pytest.approx(np.mean(values))
+        assert config["las_sd"] == pytest.approx(np.std(values, ddof=1))
+    row = next(c for c in data["configurations"] if c["labels"] == {"system": "arc-hybrid", "oracle": "static"})
+    assert f"| arc-hybrid | static | 2/2 | {100 * row['uas_mean']:.2f} ± {100 * row['uas_sd']:.2f} |" in text
+    oracle, system = data["comparisons"]
+    # dynamic (10% errors) against static (40%): significant in both systems
+    assert [r["group"] for r in oracle["rows"]] == [{"system": "arc-hybrid"}, {"system": "arc-eager"}]
+    assert all(r["las"][0]["p"] < 0.01 and r["las"][0]["b"] > r["las"][0]["a"] for r in oracle["rows"])
+    # the fake parser ignores the system: identical predictions, p = 1
+    assert all(r["uas"][0]["p"] == 1.0 for r in system["rows"])
+    assert "### oracle" in text and "0.0010 *" in text and "| static | dynamic | 2 |" in text
+    # non-projective arcs: gold count from the gold trees, once per seed
+    gold_np = sum(len(nonprojective_arcs(s.heads)) for s in read_conllu(gold))
+    assert gold_np > 0
+    assert all(c["nonprojective"]["gold"] == 2 * gold_np for c in data["configurations"])
+    assert all(sum(b["gold"] for b in c["by_length"].values()) == 2 * 320 for c in data["configurations"])
+    plots = sorted(p.name for p in (path.parent / "plots").iterdir())
+    assert plots == ["learning-curve-arc-eager.svg", "learning-curve-arc-hybrid.svg",
+                     "length-recall-arc-eager.svg", "length-recall-arc-hybrid.svg",
+                     "nonprojective-arc-eager.svg", "nonprojective-arc-hybrid.svg"]
+    assert "<polyline" in (path.parent / "plots" / plots[0]).read_text()
+
+
+def test_per_seed_comparison_and_unfinished_runs(tiny_grid, fake_runs, tmp_path):
+    body = yaml.safe_load(tiny_grid.read_text())
+    body["report"] = {"samples": 500, "seeds": "per-seed", "test": "randomization"}
+    tiny_grid.write_text(yaml.safe_dump(body, sort_keys=False))
+    grid = load_grid(tiny_grid)
+    run_grid(grid, only=lambda run: run.labels["system"] == "arc-hybrid", log=lambda line: None)
+    path = write_report(grid, collect(grid, log=lambda line: None), tmp_path / "out")
+    text = path.read_text()
+    assert "4 of 8 runs finished" in text and "| arc-eager | static | 0/2 | – | – |" in text
+    assert "2/2 (max p 0.0020)" in text
+    data = json.loads((path.parent / "results.json").read_text())
+    assert len(data["comparisons"][0]["rows"]) == 1 and len(data["comparisons"][0]["rows"][0]["las"]) == 2
+    assert data["comparisons"][1]["rows"] == []
+
+
+def test_ambiguous_comparison_names_the_axes(tmp_path, fake_runs):
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=5))
+    body = dict(GRID, compare=[{"a": {"oracle": "static"}, "b": {"oracle": "dynamic"}, "over": []}])
+    grid = load_grid(write_grid(tmp_path, body))
+    run_grid(grid, log=lambda line: None)
+    with pytest.raises(GridError, match="differ in system"):
+        write_report(grid, collect(grid, log=lambda line: None))
+
+
+def test_learning_curves_from_tensorboard_events(tmp_path):
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from kgparser.experiments.collect import read_curves
+
+    writer = EventFileWriter(str(tmp_path / "tensorboard"))
+    for epoch, value in ((1, 0.5), (2, 0.7), (3, 0.6)):
+        summary = Summary(value=[Summary.Value(tag="dev/las", simple_value=value)])
+        writer.add_event(Event(wall_time=0.0, step=epoch, summary=summary))
+    writer.close()
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "dev_las": 0.1}) + "\n")
+    curves = read_curves(tmp_path)
+    assert [e for e, _ in curves["dev/las"]] == [1, 2, 3]
+    assert [v for _, v in curves["dev/las"]] == pytest.approx([0.5, 0.7, 0.6])
+
+
+# --- end to end ---------------------------------------------------------------
+
+def test_command_line_end_to_end_with_a_tiny_model(tmp_path, capsys):
+    """Trains one tiny model for real (1 epoch, 20 sentences) through the CLI."""
+    test = tmp_path / "test.conllu"
+    write_conllu(read_conllu(SAMPLE / "test.conllu")[:20], test)
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({
+        "data": {"train": str(SAMPLE / "train.conllu"), "dev": str(test), "test": str(test),
+                 "max_train_sentences": 20},
+        "model": {"word_dim": 8, "pos_dim": 4, "lstm_hidden": 8, "lstm_layers": 1, "mlp_hidden": 8},
+        "training": {"epochs": 1, "tensorboard": False}}))
+    grid = write_grid(tmp_path, {"axes": {"oracle": ["dynamic"]}})
+    assert main(["experiment", "run", str(grid)]) == 0
+    run_dir = tmp_path / "runs" / "oracle=dynamic"
+    assert (run_dir / runners.MARKER).exists() and (run_dir / "best.pt").exists()
+    capsys.readouterr()
+    assert main(["experiment", "run", str(grid)]) == 0
+    assert "1 already finished, 0 to run" in capsys.readouterr().err
+    assert main(["experiment", "report", str(grid)]) == 0
+    data = json.loads((tmp_path / "runs" / "report" / "results.json").read_text())
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    test_record = next(r for r in metrics if "test_las" in r)
+    scores = data["configurations"][0]["runs"]["oracle=dynamic"]
+    assert scores["las"] == pytest.approx(test_record["test_las"])
+    assert scores["uas"] == pytest.approx(test_record["test_uas"])
+
+
+def test_svg_ticks_cover_the_data():
+    from kgparser.experiments.svg import nice_ticks
+
+    assert nice_ticks(1, 3, integer=True) == [1, 2, 3]
+    ticks = nice_ticks(55.3, 91.2)
+    assert ticks[0] <= 55.3 and ticks[-1] >= 91.2 and len(ticks) <= 7
