@@ -1,0 +1,37 @@
+"""Parse a CoNLL-U file with a trained model (keeps every other column and line)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="CoNLL-U file to parse (HEAD/DEPREL are replaced)")
+    parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
+    parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    parser.add_argument("--lenient", action="store_true", help="skip sentences that cannot be read")
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from ..parser import Parser
+
+    if args.batch_size <= 0:
+        from ..errors import KgparserError
+
+        raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
+    parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
+    started = time.perf_counter()
+    sentences = parser.parse(args.input, lenient=args.lenient)
+    from ..conllu_io import write_conllu
+
+    write_conllu(sentences, args.output if args.output else sys.stdout)
+    seconds = time.perf_counter() - started
+    words = sum(s.n for s in sentences)
+    print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "
+          f"({words / seconds if seconds else 0:.0f} words/s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,41 @@
+"""Train a parser from a YAML config (writes checkpoints, metrics and TensorBoard logs)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", default=None,
+                        help="YAML experiment config (default: the shipped configs/quickstart.yaml)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override a config value, e.g. --set training.epochs=5 (repeatable)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from OUTPUT_DIR/last.pt (optimizer and RNG state restored)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
+
+
+def default_config_path():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..training import train
+
+    path = args.config or default_config_path()
+    overrides = list(args.overrides)
+    if args.quiet:
+        overrides.append("training.progress=false")
+    config = load_config(path, overrides)
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    summary = train(config, resume=args.resume, log=log)
+    best = f"{100 * summary.best_las:.2f}" if summary.best_las is not None else "n/a"
+    print(f"best dev LAS {best} at epoch {summary.best_epoch}; checkpoints in {summary.output_dir}")
+    return 0

@@ -1,0 +1,183 @@
+"""The parsing model: transition system + vocabularies + network, and its plain-data form.
+
+:class:`Model` ties the pieces a checkpoint holds: the resolved config, the
+vocabularies, the ordered inventory of labeled transitions (the columns of the
+score matrix) and the network weights.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..config import Config, config_from_saved
+from ..transitions import get_system
+from ..vocab import ROOT_ID, UNK_ID, Vocabularies
+from .embeddings import lookup_id
+from .network import SLOTS_PER_POSITION, Network
+
+__all__ = ["Model", "Network", "SLOTS_PER_POSITION"]
+
+EXT_PAD, EXT_UNK = 0, 1
+
+
+class Model:
+    """Everything needed to score transitions for a batch of sentences."""
+
+    def __init__(self, config: Config, vocabs: Vocabularies, ext_words: Sequence[str] = (), ext_dim: int = 0):
+        self.config = config
+        self.system = get_system(config.system.name, **config.system.options)
+        self.vocabs = vocabs
+        self.ext_words = list(ext_words)
+        self.ext_index = {w: i + 2 for i, w in enumerate(self.ext_words)}
+        self.ext_dim = ext_dim if self.ext_words else 0
+        self.actions = list(self.system.actions)
+        self.arc_actions = frozenset(self.system.arc_actions)
+        self.labels = vocabs.labels.items
+        self.transitions, self.action_columns = self._inventory()
+        self.n_positions = len(self.system.feature_names)
+        self.n_slots = self.n_positions * SLOTS_PER_POSITION
+        n_arc = sum(1 for a, label in self.transitions if label is not None)
+        cfg = config.model
+        self.network = Network(cfg, n_words=len(vocabs.words), n_tags=len(vocabs.tags), n_chars=len(vocabs.chars),
+                               n_ext=len(self.ext_words) + 2 if self.ext_words else 0, ext_dim=self.ext_dim,
+                               n_positions=self.n_positions, n_actions=len(self.actions), n_arc_transitions=n_arc)
+        action_id = {a: i for i, a in enumerate(self.actions)}
+        label_cols, next_label = [], 0
+        for action, label in self.transitions:
+            if label is None:
+                label_cols.append(n_arc)
+            else:
+                label_cols.append(next_label)
+                next_label += 1
+        self.transition_action_np = np.array([action_id[a] for a, _ in self.transitions], dtype=np.int64)
+        self.transition_action = torch.from_numpy(self.transition_action_np)
+        self.transition_label = torch.tensor(label_cols, dtype=torch.int64)
+        self.label_id = {label: i for i, label in enumerate(self.labels)}
+        self.action_id = action_id
+        self.arc_action_ids = [action_id[a] for a in self.actions if a in self.arc_actions]
+        #: position of each arc action among the arc actions (its block of label columns)
+        self.arc_slot = {a: k for k, a in enumerate(a for a in self.actions if a in self.arc_actions)}
+        self.arc_action_index = torch.tensor(self.arc_action_ids, dtype=torch.int64)
+        self.word_counts = np.array(vocabs.words.counts, dtype=np.float64)
+        self.device = torch.device("cpu")
+
+    def _inventory(self) -> tuple[list[tuple[str, str | None]], dict[str, tuple[int, int]]]:
+        """Labeled transitions in a fixed order: each arc action once per label."""
+        transitions, columns = [], {}
+        for action in self.actions:
+            start = len(transitions)
+            if action in self.arc_actions:
+                transitions.extend((action, label) for label in self.labels)
+            else:
+                transitions.append((action, None))
+            columns[action] = (start, len(transitions))
+        return transitions, columns
+
+    def to(self, device: str | torch.device) -> "Model":
+        self.device = torch.device(device)
+        self.network.to(self.device)
+        self.transition_action = self.transition_action.to(self.device)
+        self.transition_label = self.transition_label.to(self.device)
+        self.arc_action_index = self.arc_action_index.to(self.device)
+        return self
+
+    # -- inputs ---------------------------------------------------------------------------
+
+    def inputs(self, sentences: Sequence, rng: np.random.Generator | None = None) -> dict:
+        """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
+        row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
+        With ``rng``, word dropout
+        replaces a word seen ``c`` times in training by UNK with probability a/(c+a), and
+        tag dropout a tag with probability ``pos_dropout``."""
+        cfg = self.config.model
+        width = max(s.n for s in sentences) + 1
+        batch = len(sentences)
+        words = np.zeros((batch, width), dtype=np.int64)
+        tags = np.zeros((batch, width), dtype=np.int64)
+        word_index, tag_index = self.vocabs.words.index, self.vocabs.tags.index
+        ext = np.zeros((batch, width), dtype=np.int64) if self.ext_words else None
+        for i, sentence in enumerate(sentences):
+            n = sentence.n
+            words[i, 0] = ROOT_ID
+            words[i, 1:n + 1] = [word_index.get(f, UNK_ID) for f in sentence.forms]
+            tags[i, 0] = ROOT_ID
+            tags[i, 1:n + 1] = [tag_index.get(t, UNK_ID) for t in getattr(sentence, cfg.pos)]
+            if ext is not None:
+                ext[i, 0] = EXT_UNK
+                ext[i, 1:n + 1] = [lookup_id(self.ext_index, f, EXT_UNK) for f in sentence.forms]
+        if rng is not None and cfg.word_dropout > 0:
+            alpha = cfg.word_dropout
+            drop = rng.random(words.shape) < alpha / (self.word_counts[words] + alpha)
+            words[drop & (words > ROOT_ID)] = UNK_ID
+        if rng is not None and cfg.pos_dropout > 0:
+            tags[(rng.random(tags.shape) < cfg.pos_dropout) & (tags > ROOT_ID)] = UNK_ID
+        sizes = [s.n + 1 for s in sentences]
+        offsets = np.zeros(batch + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        token_rows = np.concatenate([np.arange(size) + i * width for i, size in enumerate(sizes)])
+        reverse = np.tile(np.arange(width, dtype=np.int64), (batch, 1))
+        for i, size in enumerate(sizes):
+            reverse[i, :size] = reverse[i, size - 1::-1]
+        device = self.device
+        out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
+               "reverse": torch.from_numpy(reverse).to(device),
+               "token_rows": torch.from_numpy(token_rows).to(device),
+               "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
+        if ext is not None:
+            out["ext"] = torch.from_numpy(ext).to(device)
+        if cfg.char_dim:
+            out.update(self._char_inputs(sentences, width))
+        return out
+
+    def _char_inputs(self, sentences: Sequence, width: int) -> dict:
+        char_index = self.vocabs.chars.index
+        types: dict[str, int] = {}
+        root_key = "\0root"
+        position = np.zeros((len(sentences), width), dtype=np.int64)
+        for i, sentence in enumerate(sentences):
+            position[i, 0] = types.setdefault(root_key, len(types))
+            for j, form in enumerate(sentence.forms, 1):
+                position[i, j] = types.setdefault(form, len(types))
+        for i, sentence in enumerate(sentences):
+            position[i, sentence.n + 1:] = len(types)  # the zero row
+        longest = max(max((len(t) for t in types), default=1), 1)
+        chars = np.zeros((len(types), longest), dtype=np.int64)
+        lengths = np.ones(len(types), dtype=np.int64)
+        for form, t in types.items():
+            if form == root_key:
+                chars[t, 0] = ROOT_ID
+                continue
+            ids = [char_index.get(c, UNK_ID) for c in form] or [UNK_ID]
+            chars[t, :len(ids)] = ids
+            lengths[t] = len(ids)
+        device = self.device
+        return {"chars": torch.from_numpy(chars).to(device), "char_lengths": torch.from_numpy(lengths),
+                "char_index": torch.from_numpy(position).to(device)}
+
+    # -- plain data -----------------------------------------------------------------------
+
+    def to_data(self) -> dict:
+        """Plain data: config, vocabularies, inventories and CPU weights (no pickled objects)."""
+        return {
+            "config": self.config.to_dict(),
+            "vocabs": self.vocabs.to_data(),
+            "ext_words": self.ext_words,
+            "ext_dim": self.ext_dim,
+            "actions": self.actions,
+            "transitions": [[a, label] for a, label in self.transitions],
+            "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
+        }
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Model":
+        model = cls(config_from_saved(data["config"]), Vocabularies.from_data(data["vocabs"]),
+                    data["ext_words"], data["ext_dim"])
+        if list(model.actions) != list(data["actions"]) or \
+                [[a, label] for a, label in model.transitions] != [list(t) for t in data["transitions"]]:
+            raise ValueError("the checkpoint's action inventory differs from the transition system's")
+        model.network.load_state_dict(data["weights"])
+        if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
+            model.network.ext_emb.weight.requires_grad_(False)
+        return model

@@ -1,0 +1,52 @@
+"""Checkpoints: plain data written atomically.
+
+A checkpoint is a dict of strings, numbers, lists, dicts and tensors, loadable
+with ``torch.load(path, weights_only=True)``::
+
+    format            "kgparser-checkpoint"
+    format_version    1
+    kgparser_version  "0.1.0"
+    model             Model.to_data(): config, vocabs, ext_words, ext_dim,
+                      actions, transitions [[action, label|None], ...], weights
+    epoch             completed epochs
+    dev               {"uas": .., "las": ..} of this model (None without dev data)
+    training          (last.pt only) optimizer state, torch RNG state,
+                      best_las, best_epoch: what --resume needs
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ..parser import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
+
+BEST, LAST = "best.pt", "last.pt"
+
+
+def checkpoint_data(model, epoch: int, dev: dict | None, training: dict | None = None) -> dict:
+    data = {
+        "format": CHECKPOINT_FORMAT,
+        "format_version": CHECKPOINT_VERSION,
+        "kgparser_version": __version__,
+        "model": model.to_data(),
+        "epoch": epoch,
+        "dev": dev,
+    }
+    if training is not None:
+        data["training"] = training
+    return data
+
+
+def save_atomic(data: dict, path: str | Path) -> None:
+    """Write to a temporary file in the same folder, then rename over ``path``."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(data, temporary)
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()

@@ -1,0 +1,116 @@
+"""Watching a training run: a progress bar on stderr, TensorBoard event files
+and a JSON-lines metrics file (one record per epoch)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
+
+
+class Progress:
+    """A one-line progress bar with rate and ETA, redrawn at most every ``interval`` seconds."""
+
+    def __init__(self, total: int, description: str = "", *, enabled: bool = True,
+                 stream: TextIO | None = None, interval: float = 0.25, width: int = 24):
+        self.total, self.description = max(total, 0), description
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.interval, self.width = interval, width
+        self.done = 0
+        self.start = self.last_draw = time.perf_counter()
+        self.postfix = ""
+
+    def update(self, count: int = 1, postfix: str | None = None) -> None:
+        self.done += count
+        if postfix is not None:
+            self.postfix = postfix
+        now = time.perf_counter()
+        if self.enabled and (now - self.last_draw >= self.interval or self.done >= self.total):
+            self.last_draw = now
+            self.stream.write("\r" + self.line(now))
+            self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        now = time.perf_counter() if now is None else now
+        elapsed = now - self.start
+        fraction = self.done / self.total if self.total else 1.0
+        filled = int(round(self.width * min(fraction, 1.0)))
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        bar = "#" * filled + "." * (self.width - filled)
+        text = (f"{self.description} [{bar}] {self.done}/{self.total} {100 * fraction:3.0f}% "
+                f"{_clock(elapsed)}<{_clock(eta)}")
+        return f"{text} {self.postfix}" if self.postfix else text
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + self.line() + "\n")
+            self.stream.flush()
+
+
+class MetricsFile:
+    """JSON lines, one record per epoch (and a final one with test scores); on resume,
+    records after the resumed epoch and final records are dropped."""
+
+    def __init__(self, path: str | Path, keep_up_to_epoch: int | None = None):
+        self.path = Path(path)
+        if keep_up_to_epoch is None:
+            self.path.write_text("", encoding="utf-8")
+        elif self.path.exists():
+            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and json.loads(line).get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
+            self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+    def write(self, record: dict) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+class TensorBoard:
+    """Scalars per epoch and the run's hyper-parameters; a no-op when disabled."""
+
+    def __init__(self, log_dir: str | Path, enabled: bool = True):
+        self.writer = None
+        if enabled:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=str(log_dir))
+
+    def scalars(self, values: dict, step: int) -> None:
+        if self.writer is None:
+            return
+        for name, value in values.items():
+            if value is not None:
+                self.writer.add_scalar(name, value, step)
+        self.writer.flush()
+
+    def hparams(self, hparams: dict, metrics: dict) -> None:
+        if self.writer is None:
+            return
+        clean = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in hparams.items()}
+        self.writer.add_hparams(clean, {k: v for k, v in metrics.items() if v is not None}, run_name="hparams")
+        self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,254 @@
+"""A whole training run: data, vocabularies, epochs, dev evaluation, checkpoints,
+monitoring, and ``--resume``.
+
+Every random choice of epoch ``e`` (shuffling, word and LSTM dropout,
+exploration) is seeded from ``seed`` and ``e``, so resuming from the last
+checkpoint (weights + optimizer state) ends with the same model as an
+uninterrupted run on CPU.
+"""
+from __future__ import annotations
+
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..config import Config
+from ..errors import KgparserError
+from ..model import Model
+from ..parser import decode, load_checkpoint
+from ..vocab import Vocabularies
+from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
+from .monitor import MetricsFile, Progress, TensorBoard, flatten
+from .trainer import EpochStats, Trainer
+
+CONFIG_FILE, METRICS_FILE, TENSORBOARD_DIR = "config.yaml", "metrics.jsonl", "tensorboard"
+#: config keys that may change between a run and its resumption
+#: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
+EVAL_BATCH_SIZE = 64
+RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device"}
+
+
+class TrainingError(KgparserError):
+    """Training cannot start or continue (missing data, incompatible checkpoint)."""
+
+
+@dataclass
+class RunSummary:
+    output_dir: Path
+    epochs: int
+    best_epoch: int
+    best_las: float | None
+    test: dict | None
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of everything random in one epoch (shuffling, dropout, exploration)."""
+    return (seed * 1_000_003 + epoch) % (2 ** 31)
+
+
+def _read(path: str | None, what: str, config: Config, require_tree: bool = True):
+    from ..conllu_io import read_conllu
+
+    if not path:
+        return None
+    if not Path(path).exists():
+        raise TrainingError(f"data.{what}: {path}: no such file")
+    return read_conllu(path, lenient=config.data.lenient, require_tree=require_tree)
+
+
+def build_model(config: Config, train_sentences) -> Model:
+    """Vocabularies from the training data, pretrained vectors if configured, fresh weights."""
+    vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos)
+    pre = config.model.pretrained
+    if pre.path:
+        from ..model.embeddings import read_vectors
+
+        words, vectors = read_vectors(pre.path, vocabs.words.items, pre.max_extra_words)
+        model = Model(config, vocabs, words, vectors.shape[1])
+        if words:
+            model.network.set_pretrained(torch.from_numpy(vectors), pre.freeze)
+        return model
+    return Model(config, vocabs)
+
+
+def _setup_torch(config: Config) -> None:
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise TrainingError("device: cuda requested but no CUDA device is available")
+    torch.manual_seed(config.seed)
+
+
+def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
+    from ..evaluation import evaluate
+
+    predicted = [s.copy() for s in sentences]
+    for sentence, (heads, labels) in zip(predicted, decode(model, sentences, batch_size)):
+        sentence.set_tree(heads, labels)
+    scores = evaluate(sentences, predicted)
+    return {"uas": scores.uas, "las": scores.las}
+
+
+def _check_resumable(saved: dict, config: Config, path: Path) -> None:
+    old, new = flatten(saved), flatten(config.to_dict())
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
+    if changed:
+        raise TrainingError(f"{path}: cannot resume: the config differs in {', '.join(changed)}")
+
+
+def train(config: Config, resume: bool = False, log=print) -> RunSummary:
+    """Train as configured; with ``resume``, continue from ``output_dir/last.pt``."""
+    _setup_torch(config)
+    cfg = config.training
+    out = Path(config.output_dir)
+    if not config.data.train:
+        raise TrainingError("data.train: no training file given")
+    train_sentences = _read(config.data.train, "train", config)
+    if config.data.max_train_sentences is not None:
+        train_sentences = train_sentences[:config.data.max_train_sentences]
+    if not train_sentences:
+        raise TrainingError(f"data.train: {config.data.train}: no sentences")
+    if config.data.projectivize:
+        from ..projectivize import projectivize_sentences
+
+        summary = projectivize_sentences(train_sentences)
+        log(f"projectivized the training trees: {summary}")
+    dev_sentences = _read(config.data.dev, "dev", config)
+
+    start_epoch, best_las, best_epoch = 0, None, 0
+    if resume:
+        last = out / LAST
+        data = load_checkpoint(last)
+        if "training" not in data:
+            raise TrainingError(f"{last}: has no training state to resume from")
+        _check_resumable(data["model"]["config"], config, last)
+        model = Model.from_data(data["model"])
+        model.config = config
+        start_epoch = data["epoch"]
+        best_las, best_epoch = data["training"]["best_las"], data["training"]["best_epoch"]
+    else:
+        model = build_model(config, train_sentences)
+    model.to(config.device)
+    trainer = Trainer(model, config)
+    if resume:
+        trainer.optimizer.load_state_dict(data["training"]["optimizer"])
+        torch.set_rng_state(data["training"]["torch_rng"])
+
+    out.mkdir(parents=True, exist_ok=True)
+    config.save(out / CONFIG_FILE)
+    metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None)
+    board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard)
+    examples = trainer.examples(train_sentences)
+    usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
+    skipped_share = 1 - len(usable) / len(examples)
+    unbuildable = sum(1 for e in examples if not e.buildable)
+    log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
+        f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
+        f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
+        f"{len(model.labels)} labels, {len(model.transitions)} transitions")
+    try:
+        for epoch in range(start_epoch, cfg.epochs):
+            stats, seconds = _train_epoch(trainer, usable, epoch, config)
+            record = {
+                "epoch": epoch + 1,
+                "loss": stats.loss / max(stats.scored, 1),
+                "wrong_followed": stats.wrong_followed / max(stats.transitions, 1),
+                "skipped": skipped_share,
+                "oracle_seconds": stats.oracle_seconds,
+                "tokens_per_second": stats.tokens / seconds if seconds else None,
+                "epoch_seconds": seconds,
+                # CPU time of the process: throughput unaffected by other load on the machine
+                "tokens_per_cpu_second": stats.tokens / stats.cpu_seconds if stats.cpu_seconds else None,
+                "lr": trainer.optimizer.param_groups[0]["lr"],
+            }
+            if dev_sentences:
+                started = time.perf_counter()
+                dev = _scores(model, dev_sentences)
+                record.update(dev_uas=dev["uas"], dev_las=dev["las"],
+                              parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
+            else:
+                dev = None
+            improved = best_las is None or (dev is not None and dev["las"] > best_las) or dev is None
+            if improved:
+                best_las, best_epoch = (dev["las"] if dev else None), epoch + 1
+                save_atomic(checkpoint_data(model, epoch + 1, dev), out / BEST)
+            training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+                              "best_las": best_las, "best_epoch": best_epoch}
+            save_atomic(checkpoint_data(model, epoch + 1, dev, training_state), out / LAST)
+            metrics.write(record)
+            board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
+                           "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
+                           "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
+                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las")}, epoch + 1)
+            log(_epoch_line(record))
+        test = _test_scores(config, out)
+        if test:
+            metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
+                           "best_epoch": best_epoch})
+            log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
+        board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
+                                                  "hparam/test_las": test["las"] if test else None})
+    finally:
+        board.close()
+    return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+
+
+def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config) -> tuple[EpochStats, float]:
+    cfg = config.training
+    seed = epoch_seed(config.seed, epoch)
+    rng = random.Random(seed)
+    np_rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    batches = length_batches([e.sentence.n for e in examples], cfg.batch_size, rng)
+    order = [i for batch in batches for i in batch]
+    explore = cfg.oracle != "static" and epoch >= cfg.explore_after_epochs
+    total = EpochStats()
+    progress = Progress(sum(examples[i].sentence.n for i in order), f"epoch {epoch + 1}/{cfg.epochs}",
+                        enabled=cfg.progress and sys.stderr.isatty())
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for batch in batches:
+        stats = trainer.train_batch([examples[i] for i in batch], explore, rng, np_rng)
+        total.add(stats)
+        elapsed = time.perf_counter() - started
+        progress.update(stats.tokens, f"loss {total.loss / max(total.scored, 1):.4f} "
+                                      f"{total.tokens / max(elapsed, 1e-9):.0f} tok/s")
+    progress.close()
+    total.cpu_seconds = time.process_time() - cpu_started
+    return total, time.perf_counter() - started
+
+
+def length_batches(lengths: list[int], batch_size: int, rng: random.Random, pool: int = 32) -> list[list[int]]:
+    """Shuffled batches of sentences of similar length: shuffle, sort pools of
+    ``pool`` batches by length, cut them into batches, shuffle the batches
+    (less padding for the BiLSTM, still a random order)."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches = []
+    span = batch_size * pool
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start:start + span], key=lengths.__getitem__)
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def _epoch_line(record: dict) -> str:
+    line = (f"epoch {record['epoch']}: loss {record['loss']:.4f}, wrong followed "
+            f"{100 * record['wrong_followed']:.1f}%, {record['tokens_per_second'] or 0:.0f} tok/s, "
+            f"oracle {record['oracle_seconds']:.1f}s")
+    if "dev_las" in record:
+        line += f"; dev UAS {100 * record['dev_uas']:.2f} LAS {100 * record['dev_las']:.2f}"
+    return line
+
+
+def _test_scores(config: Config, out: Path) -> dict | None:
+    if not config.data.test:
+        return None
+    test_sentences = _read(config.data.test, "test", config)
+    model = Model.from_data(load_checkpoint(out / BEST)["model"]).to(config.device)
+    return _scores(model, test_sentences)

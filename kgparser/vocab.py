@@ -1,0 +1,88 @@
+"""Vocabularies: string <-> index maps stored as plain lists in checkpoints.
+
+Index 0 is padding and index 1 the unknown item in every vocabulary that has
+them; the word and tag vocabularies also reserve index 2 for the artificial
+ROOT token the model prepends to every sentence.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable, Sequence
+
+PAD, UNK, ROOT_TOKEN = "<pad>", "<unk>", "<root>"
+PAD_ID, UNK_ID, ROOT_ID = 0, 1, 2
+
+_DIGITS = re.compile(r"\d")
+
+
+def normalize_form(form: str) -> str:
+    """Lower-cased form with every digit replaced by 0 (second lookup key)."""
+    return _DIGITS.sub("0", form.lower())
+
+
+class Vocab:
+    """An ordered list of items with counts; unknown items map to :data:`UNK_ID`."""
+
+    def __init__(self, items: Sequence[str], counts: Sequence[int] | None = None,
+                 specials: Sequence[str] = (PAD, UNK, ROOT_TOKEN)):
+        self.specials = list(specials)
+        self.items = list(specials) + [i for i in items if i not in set(specials)]
+        self.index = {item: i for i, item in enumerate(self.items)}
+        if len(self.index) != len(self.items):
+            raise ValueError("duplicate vocabulary items")
+        counts = list(counts) if counts is not None else [0] * (len(self.items) - len(self.specials))
+        self.counts = [0] * len(self.specials) + counts
+
+    @classmethod
+    def build(cls, values: Iterable[str], min_count: int = 1,
+              specials: Sequence[str] = (PAD, UNK, ROOT_TOKEN)) -> "Vocab":
+        """Items seen at least ``min_count`` times, most frequent first (ties by name)."""
+        counter = Counter(values)
+        for special in specials:
+            counter.pop(special, None)
+        kept = sorted((item for item, c in counter.items() if c >= min_count), key=lambda i: (-counter[i], i))
+        return cls(kept, [counter[i] for i in kept], specials)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, item: str) -> bool:
+        return item in self.index
+
+    def get(self, item: str) -> int:
+        return self.index.get(item, UNK_ID if UNK in self.index else -1)
+
+    def to_data(self) -> dict:
+        return {"items": self.items[len(self.specials):], "counts": self.counts[len(self.specials):],
+                "specials": self.specials}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Vocab":
+        return cls(data["items"], data["counts"], data["specials"])
+
+
+class Vocabularies:
+    """Everything the model maps to indices: words, tags, characters, labels."""
+
+    def __init__(self, words: Vocab, tags: Vocab, chars: Vocab, labels: Vocab):
+        self.words, self.tags, self.chars, self.labels = words, tags, chars, labels
+
+    @classmethod
+    def from_sentences(cls, sentences, pos: str = "upos") -> "Vocabularies":
+        forms = [f for s in sentences for f in s.forms]
+        tags = [t for s in sentences for t in getattr(s, pos) if t is not None]
+        labels = [d for s in sentences for d in s.deprels[1:] if d is not None]
+        return cls(
+            Vocab.build(forms),
+            Vocab.build(tags),
+            Vocab.build((c for f in forms for c in f), specials=(PAD, UNK, ROOT_TOKEN)),
+            Vocab.build(labels, specials=()),
+        )
+
+    def to_data(self) -> dict:
+        return {name: getattr(self, name).to_data() for name in ("words", "tags", "chars", "labels")}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Vocabularies":
+        return cls(*(Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels")))

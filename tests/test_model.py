@@ -1,0 +1,194 @@
+"""The network (slot projections equal the plain MLP), inputs, valid-tree repair,
+and overfitting a few sentences with every registered transition system."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+torch.set_num_threads(1)
+from kgparser.config import config_from_dict
+from kgparser.conllu_io import parse_conllu
+from kgparser.model import Model
+from kgparser.parser import decode, to_valid_tree
+from kgparser.training.run import build_model
+from kgparser.training.trainer import Trainer
+from kgparser.transitions import get_system, system_names
+from kgparser.transitions.trees import random_projective_tree
+
+TINY_MODEL = {"word_dim": 12, "pos_dim": 6, "lstm_layers": 1, "lstm_hidden": 16, "mlp_hidden": 16,
+              "word_dropout": 0.0}
+LABELS = ("nsubj", "obj", "amod", "advmod")
+
+
+def tiny_conllu(count: int, seed: int = 0, max_len: int = 6) -> str:
+    """CoNLL-U text of ``count`` random projective trees with random words, tags and labels."""
+    rng = random.Random(seed)
+    blocks = []
+    for s in range(count):
+        n = rng.randint(2, max_len)
+        heads = random_projective_tree(n, rng)
+        tops = [d for d in range(1, n + 1) if heads[d] == 0]
+        for extra in tops[1:]:  # UD: a single root word (still projective)
+            heads[extra] = tops[0]
+        rows = [f"# sent_id = tiny-{s}"]
+        for d in range(1, n + 1):
+            label = "root" if heads[d] == 0 else rng.choice(LABELS)
+            rows.append(f"{d}\tw{rng.randint(0, 9)}\t_\t{rng.choice('ABC')}\t_\t_\t{heads[d]}\t{label}\t_\t_")
+        blocks.append("\n".join(rows) + "\n\n")
+    return "".join(blocks)
+
+
+def tiny_sentences(count: int, seed: int = 0, max_len: int = 6):
+    return list(parse_conllu(tiny_conllu(count, seed, max_len), "tiny.conllu"))
+
+
+def tiny_config(system: str = "arc-hybrid", **training):
+    return config_from_dict({"system": {"name": system}, "model": dict(TINY_MODEL),
+                             "training": {"lr": 0.01, **training}})
+
+
+def attachment(model: Model, sentences) -> float:
+    trees = decode(model, sentences, batch_size=4)
+    pairs = [(tree[0][d], tree[1][d], s.heads[d], s.deprels[d])
+             for s, tree in zip(sentences, trees) for d in range(1, s.n + 1)]
+    return sum(h == gh and lab == gl for h, lab, gh, gl in pairs) / len(pairs)
+
+
+def overfit(config, sentences, epochs: int, explore: bool = False) -> tuple[Model, float]:
+    torch.manual_seed(0)
+    model = build_model(config, sentences)
+    trainer = Trainer(model, config)
+    examples = [e for e in trainer.examples(sentences) if e.buildable]
+    rng, np_rng = random.Random(0), np.random.default_rng(0)
+    score = 0.0
+    for epoch in range(epochs):
+        trainer.train_batch(examples, explore, rng, np_rng)
+        if epoch % 10 == 9:
+            score = attachment(model, [e.sentence for e in examples])
+            if score == 1.0:
+                break
+    return model, score
+
+
+@pytest.mark.parametrize("name", system_names())
+def test_every_system_overfits_a_few_sentences(name):
+    sentences = tiny_sentences(4, seed=1)
+    oracle = "static-dynamic" if get_system(name).static_actions else "static"
+    _, score = overfit(tiny_config(name, oracle=oracle), sentences, epochs=150)
+    assert score == 1.0
+
+
+def test_dynamic_oracle_with_exploration_overfits():
+    sentences = tiny_sentences(4, seed=2)
+    _, score = overfit(tiny_config("arc-hybrid", oracle="dynamic", p_agg=0.5), sentences, epochs=150,
+                       explore=True)
+    assert score == 1.0
+
+
+def test_slot_projections_equal_the_concatenated_mlp():
+    sentences = tiny_sentences(3, seed=3)
+    model = build_model(tiny_config(), sentences)
+    network = model.network
+    inputs = model.inputs(sentences)
+    vectors = network.encode(inputs)
+    rows = torch.tensor([[0, 1, len(vectors) - 1, 2, 3, 0, 1, 1, 1, 4, 2, 0]])
+    slots = model.n_slots
+    flat = rows * slots + torch.arange(slots)
+    fast = network.hidden(network.project(vectors), flat)
+    features = vectors[rows[0]].reshape(1, -1)
+    weight = network.w1.view(vectors.shape[1], slots, -1).permute(1, 0, 2).reshape(-1, network.mlp_hidden)
+    plain = torch.tanh(features @ weight + network.b1)
+    assert torch.allclose(fast, plain, atol=1e-5)
+
+
+def test_encode_rows_follow_sentence_offsets():
+    sentences = tiny_sentences(3, seed=4)
+    model = build_model(tiny_config(), sentences)
+    inputs = model.inputs(sentences)
+    vectors = model.network.encode(inputs)
+    assert inputs["offsets"][0] == 0
+    assert inputs["pad_row"] == sum(s.n + 1 for s in sentences) == len(vectors) - 1
+    alone = model.network.encode(model.inputs(sentences[1:2]))
+    start = inputs["offsets"][1]
+    assert torch.allclose(vectors[start:start + sentences[1].n + 1], alone[:-1], atol=1e-5)
+
+
+def test_word_dropout_replaces_rare_words_more_often():
+    sentences = tiny_sentences(30, seed=5)
+    config = config_from_dict({"model": {**TINY_MODEL, "word_dropout": 0.25}})
+    model = build_model(config, sentences)
+    rng = np.random.default_rng(0)
+    dropped = np.zeros(len(model.vocabs.words))
+    seen = np.zeros(len(model.vocabs.words))
+    for _ in range(200):
+        clean = model.inputs(sentences)["words"].numpy()
+        noisy = model.inputs(sentences, rng=rng)["words"].numpy()
+        np.add.at(seen, clean, 1)
+        np.add.at(dropped, clean, noisy != clean)
+    counts = np.array(model.vocabs.words.counts)
+    for word in range(3, len(counts)):
+        expected = 0.25 / (counts[word] + 0.25)
+        assert abs(dropped[word] / seen[word] - expected) < 0.05
+    assert dropped[2] == 0  # ROOT is never dropped
+
+
+def test_tag_dropout():
+    sentences = tiny_sentences(30, seed=5)
+    model = build_model(config_from_dict({"model": {**TINY_MODEL, "pos_dropout": 0.5}}), sentences)
+    clean = model.inputs(sentences)["tags"].numpy()
+    noisy = model.inputs(sentences, rng=np.random.default_rng(0))["tags"].numpy()
+    real = clean > 2
+    assert 0.4 < (noisy[real] == 1).mean() < 0.6
+    assert (noisy[~real] == clean[~real]).all()
+
+
+def test_char_model_and_xpos_inputs():
+    sentences = tiny_sentences(3, seed=6)
+    config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "pos": "xpos"}})
+    model = build_model(config, sentences)
+    vectors = model.network.encode(model.inputs(sentences))
+    assert vectors.shape == (sum(s.n + 1 for s in sentences) + 1, 32)
+
+
+@pytest.mark.parametrize("heads, labels", [
+    ([-1, -1, -1, -1], [None, None, None, None]),
+    ([-1, 0, 0, 0], [None, "x", "root", "y"]),
+    ([-1, 2, 3, 1], [None, "a", "b", "c"]),       # a cycle, no root
+    ([-1, 2, 1, 0, -1], [None, "a", "root", "root", None]),
+])
+def test_repaired_trees_are_valid(heads, labels):
+    fixed, fixed_labels = to_valid_tree(heads, labels)
+    n = len(heads) - 1
+    assert [d for d in range(1, n + 1) if fixed[d] == 0] and len([d for d in range(1, n + 1) if fixed[d] == 0]) == 1
+    root = fixed.index(0, 1)
+    assert fixed_labels[root] == "root"
+    assert all(fixed_labels[d] not in (None, "root") for d in range(1, n + 1) if d != root)
+    for d in range(1, n + 1):
+        seen, h = set(), d
+        while h != 0:
+            assert h not in seen and 1 <= h <= n
+            seen.add(h)
+            h = fixed[h]
+
+
+@pytest.mark.parametrize("name", system_names())
+def test_every_system_trains_with_aggressive_exploration_on_any_tree(name):
+    """Exploration leads the oracles off the gold path, also on non-projective gold."""
+    rng = random.Random(7)
+    sentences = tiny_sentences(3, seed=8)
+    text = "".join(s.to_conllu() for s in sentences)
+    heads = [-1, 3, 4, 0, 1, 3]  # 1 <- 4 crosses 2 -> ... : non-projective
+    rows = [f"{d}\tw{rng.randint(0, 9)}\t_\tA\t_\t_\t{heads[d]}\t{'root' if heads[d] == 0 else 'obj'}\t_\t_"
+            for d in range(1, 6)]
+    sentences = list(parse_conllu(text + "\n".join(rows) + "\n\n"))
+    oracle = "static-dynamic" if get_system(name).static_actions else "dynamic"
+    config = tiny_config(name, oracle=oracle, p_agg=1.0, unbuildable="dynamic")
+    model = build_model(config, sentences)
+    trainer = Trainer(model, config)
+    examples = trainer.examples(sentences)
+    for _ in range(2):
+        stats = trainer.train_batch(examples, True, random.Random(0), np.random.default_rng(0))
+        assert stats.scored > 0 and stats.wrong_followed <= stats.transitions
+    for heads, labels in decode(model, sentences):
+        assert sum(1 for h in heads[1:] if h == 0) == 1

@@ -1,0 +1,102 @@
+"""Inference: every input kind, valid trees whatever the system leaves, unknown
+words and tags, long sentences, empty input, and the constraint hook."""
+import pytest
+import torch
+
+from kgparser.config import config_from_dict
+from kgparser.conllu_io import parse_conllu
+from kgparser.parser import CheckpointError, DecodingConstraint, Parser
+from kgparser.training import train
+from test_model import TINY_MODEL, tiny_conllu
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("parser")
+    (folder / "train.conllu").write_text(tiny_conllu(10, seed=3), encoding="utf-8")
+    config = config_from_dict({"output_dir": str(folder / "run"), "threads": 1,
+                               "data": {"train": str(folder / "train.conllu")}, "model": TINY_MODEL,
+                               "training": {"epochs": 1, "batch_size": 4, "tensorboard": False,
+                                            "progress": False}})
+    train(config, log=lambda line: None)
+    return folder / "run" / "best.pt"
+
+
+def assert_valid_tree(sentence):
+    heads = sentence.heads
+    assert [d for d in range(1, sentence.n + 1) if heads[d] == 0].__len__() == 1
+    for d in range(1, sentence.n + 1):
+        assert 0 <= heads[d] <= sentence.n and (sentence.deprels[d] == "root") == (heads[d] == 0)
+        seen, h = set(), d
+        while h != 0:
+            assert h not in seen
+            seen.add(h)
+            h = heads[h]
+
+
+def test_parses_forms_pairs_sentences_and_files(checkpoint, tmp_path):
+    parser = Parser.load(checkpoint)
+    forms = parser.parse([["w1", "w2", "w3"], ["zzz-unknown", "w4"]])
+    pairs = parser.parse([[("w1", "A"), ("w2", "UNSEEN-TAG"), ("w3", "C")]])
+    assert [s.n for s in forms] == [3, 2] and pairs[0].upos == ["A", "UNSEEN-TAG", "C"]
+    for sentence in forms + pairs:
+        assert_valid_tree(sentence)
+    text = "# sent_id = x\n# text = w1 w2\n1-2\tw1w2\t_\t_\t_\t_\t_\t_\t_\t_\n" \
+           "1\tw1\tl1\tA\tx1\tF=1\t_\t_\t_\tSpaceAfter=No\n2\tw2\tl2\tB\tx2\t_\t_\t_\t_\t_\n\n"
+    original = list(parse_conllu(text, require_tree=False))
+    parsed = parser.parse(original)
+    assert original[0].heads == [-1, -1, -1]  # inputs are left unchanged
+    assert_valid_tree(parsed[0])
+    out = parsed[0].to_conllu()
+    assert "# sent_id = x" in out and "1-2\tw1w2" in out and "F=1" in out and "SpaceAfter=No" in out
+    path = tmp_path / "in.conllu"
+    path.write_text(text, encoding="utf-8")
+    assert parser.parse(path)[0].to_conllu() == out
+
+
+def test_long_sentences_empty_input_and_batching(checkpoint):
+    parser = Parser.load(checkpoint, batch_size=3)
+    assert parser.parse([]) == []
+    long = [f"w{i % 10}" for i in range(150)]
+    sentences = parser.parse([long, ["w1"], long[:7], ["w2", "w3"], long[:40]])
+    assert [s.n for s in sentences] == [150, 1, 7, 2, 40]
+    for sentence in sentences:
+        assert_valid_tree(sentence)
+    one_by_one = [Parser.load(checkpoint, batch_size=1).parse([s.forms])[0].heads for s in sentences]
+    assert one_by_one == [s.heads for s in sentences]
+
+
+class RightBranching(DecodingConstraint):
+    """Allows only shift and right, and forces one label."""
+
+    def allowed_actions(self, state, legal_actions):
+        return [a for a in legal_actions if a in ("shift", "right")]
+
+    def forced_label(self, head, dependent):
+        return "forced-label"
+
+
+def test_constraint_hook_filters_actions_and_forces_labels(checkpoint):
+    parser = Parser.load(checkpoint)
+    tokens = [["w1", "w2", "w3", "w4"], ["w5", "w6", "w7"]]
+    parsed = parser.parse(tokens, constraints=[RightBranching(), None])
+    assert parsed[0].heads == [-1, 0, 1, 2, 3]
+    assert parsed[0].deprels[2:] == ["forced-label"] * 3
+    only_shift_right = parser.parse(tokens, constraints=[lambda state, legal: [a for a in legal if a != "left"]] * 2)
+    for sentence in only_shift_right:
+        assert all(sentence.heads[d] < d for d in range(1, sentence.n + 1))
+    with pytest.raises(ValueError):
+        parser.parse(tokens, constraints=[None])
+
+
+def test_bad_checkpoints_are_reported(tmp_path):
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        Parser.load(tmp_path / "absent.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="junk.pt"):
+        Parser.load(tmp_path / "junk.pt")
+    torch.save({"format": "other"}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="not a kgparser checkpoint"):
+        Parser.load(tmp_path / "other.pt")

@@ -1,0 +1,136 @@
+"""Whole training runs on tiny data: outputs, checkpoints (plain data, atomic),
+resume equivalence, monitoring files, trees a system cannot build."""
+import json
+
+import pytest
+import torch
+import yaml
+
+from kgparser.config import config_from_dict
+from kgparser.parser import Parser
+from kgparser.training import TrainingError, train
+from kgparser.training.monitor import Progress
+from test_model import TINY_MODEL, tiny_conllu
+
+torch.set_num_threads(1)
+
+NON_PROJECTIVE = """1\ta\t_\tA\t_\t_\t3\tobj\t_\t_
+2\tb\t_\tB\t_\t_\t4\tnsubj\t_\t_
+3\tc\t_\tC\t_\t_\t0\troot\t_\t_
+4\td\t_\tA\t_\t_\t1\tamod\t_\t_
+
+"""
+
+
+def tiny_run(tmp_path, name="run", epochs=2, extra_train="", **sections):
+    (tmp_path / "train.conllu").write_text(tiny_conllu(12, seed=1) + extra_train, encoding="utf-8")
+    (tmp_path / "dev.conllu").write_text(tiny_conllu(4, seed=2), encoding="utf-8")
+    raw = {"output_dir": str(tmp_path / name), "threads": 1,
+           "data": {"train": str(tmp_path / "train.conllu"), "dev": str(tmp_path / "dev.conllu"),
+                    "test": str(tmp_path / "dev.conllu")},
+           "model": dict(TINY_MODEL, word_dropout=0.25, lstm_layers=2, lstm_dropout=0.2),
+           "training": {"epochs": epochs, "batch_size": 4, "explore_after_epochs": 1, "p_agg": 0.3,
+                        "tensorboard": False, "progress": False}}
+    for key, value in sections.items():
+        raw.setdefault(key, {}).update(value) if isinstance(value, dict) else raw.__setitem__(key, value)
+    return config_from_dict(raw)
+
+
+def test_run_writes_config_checkpoints_and_metrics(tmp_path):
+    config = tiny_run(tmp_path, training={"tensorboard": True})
+    summary = train(config, log=lambda line: None)
+    out = tmp_path / "run"
+    assert yaml.safe_load((out / "config.yaml").read_text())["training"]["epochs"] == 2
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records[:2]] == [1, 2]
+    for key in ("loss", "dev_uas", "dev_las", "wrong_followed", "skipped", "oracle_seconds",
+                "tokens_per_second", "lr"):
+        assert key in records[0]
+    assert "test_las" in records[-1]
+    assert list((out / "tensorboard").rglob("events.out.tfevents*"))
+    assert summary.best_epoch in (1, 2) and summary.test is not None
+    for name in ("best.pt", "last.pt"):
+        data = torch.load(out / name, weights_only=True)
+        assert data["format"] == "kgparser-checkpoint"
+        assert data["model"]["actions"] == ["shift", "left", "right"]
+    assert "training" not in torch.load(out / "best.pt", weights_only=True)
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_checkpoint_round_trip_gives_the_same_parses(tmp_path):
+    config = tiny_run(tmp_path, epochs=1)
+    train(config, log=lambda line: None)
+    parser = Parser.load(tmp_path / "run" / "last.pt")
+    again = Parser.load(tmp_path / "run" / "last.pt")
+    source = tmp_path / "dev.conllu"
+    first = [s.to_conllu() for s in parser.parse(source)]
+    assert first == [s.to_conllu() for s in again.parse(source)]
+    for key, value in parser.model.network.state_dict().items():
+        assert torch.equal(value, again.model.network.state_dict()[key])
+
+
+def test_resume_ends_with_the_same_model(tmp_path):
+    train(tiny_run(tmp_path, "whole", epochs=3), log=lambda line: None)
+    train(tiny_run(tmp_path, "parts", epochs=1), log=lambda line: None)
+    train(tiny_run(tmp_path, "parts", epochs=3), resume=True, log=lambda line: None)
+    whole = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)
+    parts = torch.load(tmp_path / "parts" / "last.pt", weights_only=True)
+    assert parts["epoch"] == whole["epoch"] == 3
+    for key, value in whole["model"]["weights"].items():
+        assert torch.allclose(value, parts["model"]["weights"][key], atol=1e-6), key
+    epochs = [json.loads(line).get("epoch") for line in (tmp_path / "parts" / "metrics.jsonl").read_text().splitlines()]
+    assert epochs[:3] == [1, 2, 3]
+
+
+def test_resume_refuses_a_different_model(tmp_path):
+    train(tiny_run(tmp_path, epochs=1), log=lambda line: None)
+    changed = tiny_run(tmp_path, epochs=2, model={"mlp_hidden": 8})
+    with pytest.raises(TrainingError, match="model.mlp_hidden"):
+        train(changed, resume=True, log=lambda line: None)
+    with pytest.raises(Exception, match="no such checkpoint"):
+        train(tiny_run(tmp_path, "elsewhere", epochs=1), resume=True, log=lambda line: None)
+
+
+@pytest.mark.parametrize("policy, skipped", [("skip", True), ("dynamic", False)])
+def test_trees_the_system_cannot_build(tmp_path, policy, skipped):
+    config = tiny_run(tmp_path, epochs=1, extra_train=NON_PROJECTIVE,
+                      training={"unbuildable": policy, "oracle": "static"})
+    lines = []
+    train(config, log=lines.append)
+    record = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert (record["skipped"] > 0) == skipped
+    assert any("1 trees the system cannot build" in line for line in lines)
+
+
+def test_projectivize_option_makes_every_tree_buildable(tmp_path):
+    config = tiny_run(tmp_path, epochs=1, extra_train=NON_PROJECTIVE, data={"projectivize": True})
+    lines = []
+    train(config, log=lines.append)
+    assert any("0 trees the system cannot build" in line for line in lines)
+    assert any("projectivized the training trees: 1 of 13 trees changed" in line for line in lines)
+
+
+def test_progress_bar_shows_counts_and_eta():
+    import io
+
+    stream = io.StringIO()
+    progress = Progress(10, "epoch 1/2", stream=stream, interval=0.0)
+    progress.update(5, "loss 0.1")
+    progress.close()
+    text = stream.getvalue()
+    assert "epoch 1/2" in text and "5/10" in text and "10/10" not in text.split("\r")[1]
+    assert "loss 0.1" in text and "<" in text
+
+
+def test_exploration_policy():
+    import random
+
+    from kgparser.training.exploration import ExplorationPolicy
+
+    policy = ExplorationPolicy(margin=1.0, p_agg=0.25)
+    rng = random.Random(0)
+    assert policy.choose(3, 5.0, -1, 0.0, rng) == 3          # nothing wrong is legal
+    assert policy.choose(3, 5.0, 7, 6.0, rng) == 7           # the wrong one scores higher: always
+    assert policy.choose(3, 5.0, 7, 3.5, rng) == 3           # beyond the margin: never
+    within = [policy.choose(3, 5.0, 7, 4.5, rng) for _ in range(4000)]
+    assert abs(within.count(7) / len(within) - 0.25) < 0.03  # within the margin: with p_agg
