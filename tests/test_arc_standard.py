@@ -93,6 +93,62 @@ def test_dynamic_oracle_is_exact_on_sampled_states_seven_words():
     assert_exact_dynamic_oracle(SYSTEM, [7], 2, projective_only=True, limit=800, seed=5)
 
 
+def every_projective_tree(n, rng):
+    return [t for t in all_trees(n) if is_projective(t)]
+
+
+def test_linear_recursion_is_exact_on_every_state_up_to_six_words():
+    """Projective gold takes the linear recursion (section 6): every reachable
+    state of every gold tree of up to four words, and of random ones of five
+    and six, has brute-force costs."""
+    assert_exact_dynamic_oracle(SYSTEM, range(1, 5), None, trees=every_projective_tree, seed=10)
+    assert_exact_dynamic_oracle(SYSTEM, [5, 6], 6, projective_only=True, seed=11)
+
+
+def test_linear_recursion_is_exact_on_sampled_states_eight_words():
+    assert_exact_dynamic_oracle(SYSTEM, [7], 2, projective_only=True, limit=300, seed=12)
+    assert_exact_dynamic_oracle(SYSTEM, [8], 2, projective_only=True, limit=250, seed=13)
+
+
+def test_linear_recursion_agrees_with_the_cubic_chart_on_long_sentences():
+    """10-40 words, states reached with random mistakes: uniform ones (many
+    arcs lost), shift-heavy ones (deep stacks) and rare ones among zero-cost
+    steps (what training sees)."""
+    rng = random.Random(14)
+    for walk in (random_walk_states, deep_walk_states, mostly_optimal_walk_states):
+        for _ in range(5):
+            gold = random_projective_tree(rng.randint(10, 40), rng, single_root=rng.random() < 0.7)
+            linear = ArcStandardDynamicOracle(gold)
+            cubic = ArcStandardDynamicOracle(gold, linear=False)
+            for state in walk(gold, rng):
+                assert linear.costs(state) == cubic.costs(state), (gold, state.key())
+            assert linear._memos, "projective gold did not take the recursion"
+
+
+def deep_walk_states(gold, rng):
+    state = SYSTEM.initial_state(len(gold) - 1)
+    states = []
+    while not SYSTEM.is_final(state):
+        states.append(state.copy())
+        legal = SYSTEM.legal_actions(state)
+        SYSTEM.apply(state, "shift" if "shift" in legal and rng.random() < 0.7 else rng.choice(legal))
+    return states
+
+
+def mostly_optimal_walk_states(gold, rng):
+    oracle = ArcStandardDynamicOracle(gold, linear=False)
+    state = SYSTEM.initial_state(len(gold) - 1)
+    states = []
+    while not SYSTEM.is_final(state):
+        states.append(state.copy())
+        costs = oracle.costs(state)
+        if rng.random() < 0.15:
+            SYSTEM.apply(state, rng.choice(list(costs)))
+        else:
+            SYSTEM.apply(state, rng.choice([a for a, c in costs.items() if c == 0]))
+    return states
+
+
 def test_projective_shortcut_agrees_with_the_full_chart():
     rng = random.Random(6)
     for n in range(1, 8):

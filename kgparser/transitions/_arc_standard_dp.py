@@ -37,6 +37,8 @@ spans that start in the stack.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 NEG = -np.inf
@@ -161,3 +163,184 @@ def best_gold_arcs(weights: np.ndarray, tops: list[int], lasts: list[int],
     charts.fill(row_limit)
     count = weights.shape[0]
     return [int(best) for best in charts.cr_by_start[np.arange(count), 0, lasts].tolist()]
+
+
+class ProjectiveReduction:
+    """Most gold arcs still derivable from a configuration when the gold tree
+    is projective, for Nederhof 2019, section 6 (linear time).  The section's
+    tables are missing from our copy, so the recursion is our own; its pruning
+    rules are the ones the section's prose gives (lambda and kappa) plus a few
+    exchange arguments of the same kind, and its exactness is checked against
+    exhaustive search and against the cubic chart in
+    ``tests/test_arc_standard.py``.
+
+    Units are the stack ``a0..ak`` and the critical buffer words ``c0..cm-1``
+    (section 5): every other buffer word already counts as getting its gold
+    head.  Gold arcs between critical words only link neighbours ``c(t) <-
+    c(t+1)`` (the buffer words that dominate word ``b - 1`` form chains,
+    section 5's components), so the gold arcs inside any run ``c(p)..c(t)``
+    are a prefix-sum difference (``chained``).
+
+    ``_step(i, x, p)``: best count once the stack is ``a0..ai`` below one
+    subtree headed by ``x`` (a stack word above ``ai`` or a critical word) that
+    holds every unit between ``ai`` and ``c(p)``.  The moves are: ``x`` takes
+    ``ai`` as left dependent, ``ai`` takes ``x`` (``ai`` becomes the head), or
+    the buffer run ``c(p)..c(t)`` is built into one subtree headed by ``c(t)``
+    (with all its gold arcs) that becomes a right dependent of ``x`` or the
+    head of ``x``; once only the root is left (``i = -1``) it takes the rest
+    of the buffer.  Without pruning this is the chart of section 4 restricted
+    to spans that start in the stack; pruned, it keeps a few states per unit:
+
+    * a non-gold ``x <- ai`` is only worth it while ``x`` has a gold arc to
+      some ``al``, ``l < i`` (section 6's lambda); then, as projectivity leaves
+      ``x`` no gold arc with the stack words between ``ai`` and the lowest one
+      ``ai`` has a gold arc to, those all go under ``x`` at once (kappa);
+    * ``x`` takes only its first remaining gold buffer dependent (skipping it
+      would lose its arc, and it has no other gold arc outside the run);
+    * a buffer word becomes the head of ``x`` only if it is ``x``'s gold head,
+      or it is the first buffer word with a gold arc to ``a0..ai`` and it has
+      one to ``ai`` itself (were it related only lower down, making ``ai``
+      the head of ``x``, and so on down, would lose nothing);
+    * buffer words before the first one related to ``a0..ai`` or ``x`` can
+      only end in that word's run, so they are skipped with their chain arcs
+      and states are keyed by that first related word.
+
+    Each state costs a few look-ups.  On EWT training walks the recursion
+    visits about 1.6 states per unit (at most 5); on random shift-heavy walks
+    the mean grows from about 2 to 5 between 25 and 400 words.  So the time
+    is linear in practice, but these rules are not proven linear in the worst
+    case: the paper's bound rests on its exact tables (states kept for only
+    O(1) tops per stack level), which we could not reconstruct.
+    """
+
+    def __init__(self, gold: list[int], stack: list[int], critical: list[int], settled: int = 0,
+                 memo: list[dict[tuple[int, int], int]] | None = None):
+        self.gold, self.stack, self.critical = gold, stack, critical
+        self.settled = settled  # buffer words outside ``critical``, all given their gold heads
+        k, m = len(stack) - 1, len(critical)
+        self.m = m
+        self.level = {word: l for l, word in enumerate(stack)}
+        self.place = {word: t for t, word in enumerate(critical)}
+        chained = [0] * max(m, 1)  # chained[t]: gold arcs inside c0..c(t)
+        for t in range(1, m):
+            chained[t] = chained[t - 1] + (gold[critical[t - 1]] == critical[t])
+        self.chained = chained
+        self._relate_buffer(k)
+        self._relate_stack(k)
+        root_kids = [0] * (m + 1)
+        for t in range(m - 1, -1, -1):
+            root_kids[t] = root_kids[t + 1] + (gold[critical[t]] == stack[0])
+        self.root_kids = root_kids
+        # memo[i][x, p]: a state's value depends only on a0..ai, x and the
+        # buffer, so configurations with the same buffer and the same stack up
+        # to ``ai`` may share the levels up to ``i``
+        self.memo = [] if memo is None else memo
+        self.memo.extend({} for _ in range(len(stack) - len(self.memo)))
+
+    def _relate_buffer(self, k: int) -> None:
+        """Per critical word: the stack levels it has a gold arc with, the
+        lowest of them, and per stack word its gold dependents' places."""
+        gold, level = self.gold, self.level
+        self.related: list[set[int]] = []
+        self.kids: dict[int, list[int]] = {}
+        for t, word in enumerate(self.critical):
+            levels = {level[gold[word]]} if gold[word] in level else set()
+            self.related.append(levels)
+            if gold[word] in level:
+                self.kids.setdefault(gold[word], []).append(t)
+        for l, word in enumerate(self.stack):
+            if gold[word] in self.place:
+                self.related[self.place[gold[word]]].add(l)
+        self.lowest = [min(levels) if levels else k + 1 for levels in self.related]
+        self.tied = [t for t in range(self.m) if self.related[t]]
+
+    def _relate_stack(self, k: int) -> None:
+        """``below[l]``: the lowest stack level under ``al`` with a gold arc to
+        ``al`` (``None`` if there is none)."""
+        gold, level = self.gold, self.level
+        below: list[int | None] = [None] * (k + 1)
+        for l, word in enumerate(self.stack):
+            head_level = level.get(gold[word])
+            if head_level is None:
+                continue
+            low, high = min(l, head_level), max(l, head_level)
+            if below[high] is None or low < below[high]:
+                below[high] = low
+        self.below = below
+
+    def lowest_relation(self, x: int) -> int | None:
+        if x in self.place:
+            low = self.lowest[self.place[x]]
+            return low if low < len(self.stack) else None
+        return self.below[self.level[x]]
+
+    def first_kid(self, x: int, p: int) -> int:
+        kids = self.kids.get(x)
+        if not kids:
+            return self.m
+        at = bisect_left(kids, p)
+        return kids[at] if at < len(kids) else self.m
+
+    def head_place(self, x: int, p: int) -> int:
+        t = self.place.get(self.gold[x], self.m)
+        return t if t >= p else self.m
+
+    def first_tied(self, i: int, p: int, skip: int) -> int:
+        """First critical word from ``p`` on, other than ``c(skip)``, with a
+        gold arc to ``a0..ai``."""
+        tied, lowest = self.tied, self.lowest
+        for at in range(bisect_left(tied, p), len(tied)):
+            t = tied[at]
+            if lowest[t] <= i and t != skip:
+                return t
+        return self.m
+
+    def best_from(self, i: int, x: int) -> int:
+        """Best count (critical part only) once ``a(i+1)..ak`` all lie in one
+        subtree headed by ``x``, before any buffer word is touched; results
+        stay valid across calls, so one instance serves several successors."""
+        return self._step(i, x, 0)
+
+    def _step(self, i: int, x: int, p: int) -> int:
+        """Best count from stack ``a0..ai``, top head ``x``, buffer ``c(p)..``:
+        the words before the first one related to ``a0..ai`` or ``x`` can only
+        be built into that word's subtree, which keeps their chain arcs."""
+        m, chained = self.m, self.chained
+        if i == -1:
+            return chained[m - 1] - chained[p] + self.root_kids[p] if p < m else 0
+        if p >= m:
+            first = kid = head = m
+            skipped = 0
+        else:
+            kid, head = self.first_kid(x, p), self.head_place(x, p)
+            first = min(kid, head, self.first_tied(i, p, m))
+            skipped = chained[min(first, m - 1)] - chained[p]
+        level = self.memo[i]
+        known = level.get((x, first))
+        if known is None:
+            known = level[x, first] = self._moves(i, x, first, kid, head)
+        return skipped + known
+
+    def _moves(self, i: int, x: int, p: int, kid: int, head: int) -> int:
+        """The best of the moves listed in the class docstring; ``kid`` and
+        ``head`` are the places of ``x``'s first gold dependent and its gold
+        head in the buffer from ``p`` on (``m`` if none)."""
+        gold, stack, m, chained = self.gold, self.stack, self.m, self.chained
+        below = stack[i]
+        best = (gold[x] == below) + self._step(i - 1, below, p)
+        x_low = self.lowest_relation(x)
+        if i >= 1:
+            if gold[below] == x:
+                best = max(best, 1 + self._step(i - 1, x, p))
+            elif x_low is not None and x_low < i:
+                jump = self.below[i]
+                best = max(best, self._step(i - 1 if jump is None else jump, x, p))
+        if kid < m:
+            best = max(best, chained[kid] - chained[p] + 1 + self._step(i, x, kid + 1))
+        if x != stack[0]:
+            if head < m:
+                best = max(best, chained[head] - chained[p] + 1 + self._step(i, self.critical[head], head + 1))
+            tied = self.first_tied(i, p, head)
+            if tied < m and i in self.related[tied]:
+                best = max(best, chained[tied] - chained[p] + self._step(i, self.critical[tied], tied + 1))
+        return best

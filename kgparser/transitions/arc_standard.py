@@ -19,20 +19,24 @@ it (section 4 of the paper; see :mod:`._arc_standard_dp` for the chart and the
 characterisation of derivable trees it relies on).  For a projective gold
 tree the buffer first shrinks to its *critical* words (section 5, properties
 1-3): a buffer word whose gold head and gold descendants all lie in the buffer
-is taken to get its gold head, and drops out of the chart.  This is the
-paper's "section 4 (proj)" set-up of section 8.2; its linear algorithm
-(section 6) is not used, as its tables did not survive in our copy of the
-paper.  Usually only a handful of buffer words stay critical, so the chart
-runs on a few units instead of the whole sentence.
+is taken to get its gold head, and only the stack and the critical words
+remain.  On them a recursion over the stack from its top down, pruned as in
+section 6 (the linear-time algorithm; its tables did not survive in our copy
+of the paper, so the recursion is our own, see
+:class:`._arc_standard_dp.ProjectiveReduction`), finds the best count in time
+about linear in stack plus critical words.  The cubic chart on the same units
+(the paper's "section 4 (proj)" set-up of section 8.2) stays available for
+comparison, and serves non-projective gold trees.
 """
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 import numpy as np
 
 from . import register
-from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
+from ._arc_standard_dp import ProjectiveReduction, WordChart, best_gold_arcs, gold_weights
 from .base import NO_HEAD, ROOT, State, TransitionSystem
 from .trees import children, descendant_spans, is_projective
 
@@ -146,7 +150,10 @@ class ArcStandardDynamicOracle:
     """Exact costs for any gold tree (Nederhof 2019, section 4: the best tree
     derivable from each successor, found by a cubic chart over stack and
     buffer).  With a projective gold tree the buffer is first cut down to its
-    critical words (section 5, properties 1-3), which leaves the chart small.
+    critical words (section 5, properties 1-3), and the best tree over stack
+    and critical words comes from the pruned top-down recursion of section 6
+    (:class:`._arc_standard_dp.ProjectiveReduction`), or from the cubic chart
+    with ``linear=False``.
 
     ``cost(a) = best - score(a)`` where ``score(a)`` is the number of gold arcs
     the successor of ``a`` can still add (its own arc included): the loss of
@@ -157,8 +164,11 @@ class ArcStandardDynamicOracle:
     over the whole sentence, built on first use.
     """
 
-    def __init__(self, gold_heads: Sequence[int], *, use_projective_shortcut: bool = True):
+    def __init__(self, gold_heads: Sequence[int], *, use_projective_shortcut: bool = True, linear: bool = True):
         self.gold = list(gold_heads)
+        self.linear = linear
+        self._plain_gold = self.gold[:]
+        self._plain_gold[0] = -1  # the root has no head
         n = len(self.gold) - 1
         # one extra id, n + 1, pads short unit sequences in the shared chart
         gold = np.array(self.gold + [-2], dtype=np.int64)
@@ -168,6 +178,7 @@ class ArcStandardDynamicOracle:
         if self.projective:
             self._span_start = descendant_spans(gold_heads)[0]
             self._critical: dict[int, tuple[list[int], int]] = {}
+            self._memos: dict[int, tuple[tuple[int, ...], list[dict[tuple[int, int], int]]]] = {}
         self._words: WordChart | None = None  # built on first use, for non-projective gold
         self._n = n
 
@@ -192,9 +203,49 @@ class ArcStandardDynamicOracle:
             gains.append(int(gold[s0] == s1))
             stacks.append(rest + [s1])
             buffer_starts.append(b)
-        scores = [gain + best for gain, best in zip(gains, self._best(stacks, buffer_starts, b))]
+        if self.projective and self.linear and self._recursion_fits(stack, b):
+            bests = self._best_by_recursion(stack, b, actions)
+        else:
+            bests = self._best(stacks, buffer_starts, b)
+        scores = [gain + best for gain, best in zip(gains, bests)]
         top = max(scores)
         return {action: top - score for action, score in zip(actions, scores)}
+
+    def _best_by_recursion(self, stack: list[int], b: int, actions: list[str]) -> list[int]:
+        """Most gold arcs still derivable after each action, with the linear
+        recursion of section 6 on stack and critical words.  ``left`` and
+        ``right`` start inside one recursion over the current configuration
+        (they are its first moves, so they share its memo); ``shift`` needs
+        the configuration after it.  Memo levels carry over between calls
+        (see :meth:`_reduction`)."""
+        found = []
+        k = len(stack) - 1
+        if SHIFT in actions:
+            after_shift = self._reduction(stack + [b], b + 1)
+            found.append(after_shift.settled + after_shift.best_from(k, b))
+        if k > 0:
+            here = self._reduction(stack, b)
+            if LEFT in actions:
+                found.append(here.settled + here.best_from(k - 2, stack[-1]))
+            found.append(here.settled + here.best_from(k - 2, stack[-2]))
+        return found
+
+    def _reduction(self, stack: list[int], b: int) -> ProjectiveReduction:
+        """The recursion for a configuration, sharing the memo levels of the
+        last configuration with the same buffer up to where the stacks differ
+        (consecutive configurations differ only near the top)."""
+        critical, settled = self._critical_words(b)
+        old_stack, memo = self._memos.get(b, ((), []))
+        same = 0
+        for old, new in zip(old_stack, stack):
+            if old != new:
+                break
+            same += 1
+        del memo[same:]
+        if b not in self._memos and len(self._memos) >= 4:
+            self._memos.clear()
+        self._memos[b] = (tuple(stack), memo)
+        return ProjectiveReduction(self._plain_gold, stack, critical, settled, memo)
 
     def _best(self, stacks: list[list[int]], buffer_starts: list[int], b: int) -> list[int]:
         """Most gold arcs still derivable from each successor, given by its
@@ -218,6 +269,13 @@ class ArcStandardDynamicOracle:
         lasts = [len(row) - 1 for row in rows]
         found = best_gold_arcs(gold_weights(rows, self._gold), tops, lasts, words)
         return [other + best for other, best in zip(settled, found)]
+
+    def _recursion_fits(self, stack: list[int], b: int) -> bool:
+        """The recursion nests at most two calls per unit (stack word, the
+        shifted word, critical word); configurations too deep for Python's
+        recursion limit (hundreds of units) use the chart."""
+        critical = max(len(self._critical_words(start)[0]) for start in (b, b + 1))
+        return 2 * (len(stack) + 1 + critical) + 100 < sys.getrecursionlimit()
 
     def _critical_words(self, b: int) -> tuple[list[int], int]:
         """Buffer words whose gold head or some gold descendant lies outside the
