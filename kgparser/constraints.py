@@ -166,13 +166,37 @@ class Constraints:
             labels[a.dep] = a.label
         return labels
 
+    def violation(self, heads: Sequence[int], labels: Sequence[str | None] | None = None) -> str | None:
+        """What a tree (``heads``/``labels`` indexed by word, position 0 unused)
+        breaks of these constraints, or ``None`` when it meets them all."""
+        for a in self.arcs:
+            if heads[a.dep] != a.head:
+                return f"arc {a.head} -> {a.dep} is missing (word {a.dep} has head {heads[a.dep]})"
+            if a.label is not None and labels is not None and labels[a.dep] != a.label:
+                return f"arc {a.head} -> {a.dep} has label {labels[a.dep]!r}, not {a.label!r}"
+        for s in self.spans:
+            def inside(w, s=s):
+                return s.first <= w <= s.last
+
+            tops = [w for w in range(s.first, s.last + 1) if not inside(heads[w])]
+            givers = {heads[d] for d in range(1, len(heads)) if inside(heads[d]) and not inside(d)}
+            if len(tops) != 1:
+                return f"span {s.first}..{s.last} has {len(tops)} words with outside heads: {tops}"
+            if s.outside == NONE_OUTSIDE and givers or s.outside == SPAN_ROOT_ONLY and givers - set(tops):
+                return f"span {s.first}..{s.last} ({s.outside}) has words with outside dependents: {sorted(givers)}"
+        return None
+
     def check(self, n: int) -> None:
         """Raise :class:`ConstraintError` unless some projective tree over
         ``n`` words satisfies every constraint."""
+        self.check_structure(n)
+        ConstrainedArcEager(ArcEager(root="end"), self, n, checked=True).check_satisfiable()
+
+    def check_structure(self, n: int) -> None:
+        """The checks of :meth:`check` before the (exact) satisfiability test."""
         self._check_arcs(n)
         self._check_spans(n)
         self._check_spans_against_arcs()
-        ConstrainedArcEager(ArcEager(root="end"), self, n, checked=True).check_satisfiable()
 
     def _check_arcs(self, n: int) -> None:
         seen: dict[int, ArcConstraint] = {}
@@ -729,16 +753,33 @@ class ConstrainedArcEager(ConstrainedSystem):
             self.constraints.fail("no projective tree satisfies these constraints")
 
 
+def unsupported(system: TransitionSystem, *, spans: bool, arcs: bool) -> str | None:
+    """Why ``system`` cannot enforce span (``spans``) or arc (``arcs``)
+    constraints, or ``None`` when it can."""
+    if isinstance(system, ArcEager) and system.root == "end":
+        return None
+    if spans:
+        return f"span constraints need arc-eager with root='end', not {system!r}"
+    if arcs and not isinstance(system, (ArcEager, ArcHybrid)):
+        return (f"arc constraints need a system with an arc-decomposable dynamic oracle "
+                f"(arc-eager, arc-hybrid), not {system.name!r}")
+    return None
+
+
 def constrain(system: TransitionSystem, constraints: Constraints | None, n: int):
     """The per-sentence view of ``system`` restricted by ``constraints``
     (checked first); ``system`` itself when there are none."""
     if not constraints:
         return system
-    constraints.check(n)
     if isinstance(system, ArcEager) and system.root == "end":
-        return ConstrainedArcEager(system, constraints, n, checked=True)
-    if constraints.spans:
-        constraints.fail(f"span constraints need arc-eager with root='end', not {system!r}")
+        constraints.check_structure(n)  # then check() = this system's own satisfiability run
+        constrained = ConstrainedArcEager(system, constraints, n, checked=True)
+        constrained.check_satisfiable()
+        return constrained
+    constraints.check(n)
+    reason = unsupported(system, spans=bool(constraints.spans), arcs=bool(constraints.arcs))
+    if reason:
+        constraints.fail(reason)
     return ReachableArcs(system, constraints, n)
 
 

@@ -10,20 +10,32 @@ A batch of sentences is encoded with one BiLSTM call; all parser states then
 advance in lock-step, every state that has a choice being scored by one MLP
 call per step.  The output is always a valid UD tree (:func:`to_valid_tree`).
 
-Constraints: ``parse(..., constraints=[c1, c2, ...])`` takes one entry per
-sentence: ``None``, a callable ``f(state, legal_actions) -> allowed_actions``,
-or a :class:`DecodingConstraint` (which can also force the label of an arc).
+Constraints: ``parse(..., constraints=...)`` takes hard span and arc
+constraints (:mod:`kgparser.constraints`) as a JSON-lines file path, ``"misc"``
+(read from each sentence's MISC column), or a list with one entry per
+sentence: ``None``, a :class:`~kgparser.constraints.Constraints`, a dict in
+the JSON-lines shape (``{"arcs": [...], "spans": [...]}``), a callable
+``f(state, legal_actions) -> allowed_actions`` or a :class:`DecodingConstraint`
+(which can also force the label of an arc).  Constraints are checked against
+their sentence first; ``on_bad_constraints="skip"`` drops (with a warning) the
+constraints of a sentence no tree satisfies instead of raising.  The decoder
+never falls back silently: a filter that allows none of the legal actions is
+a :class:`DecodingError`.
 """
 from __future__ import annotations
 
 import math
 import os
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from .constraints import (ConstraintError, ConstraintFilter, Constraints, constraint_filter, constraints_for,
+                          constraints_from_misc, read_constraints_jsonl, unsupported)
 from .errors import KgparserError
 from .model import Model
 
@@ -37,6 +49,15 @@ class CheckpointError(KgparserError):
     """A checkpoint cannot be read."""
 
 
+class DecodingError(KgparserError):
+    """A decoding constraint allowed none of a state's legal actions;
+    ``index`` is the sentence's position in the decoded list."""
+
+    def __init__(self, index: int, problem: str, where: str | None = None):
+        super().__init__(f"{where or f'sentence {index + 1}'}: {problem}")
+        self.index, self.problem = index, problem
+
+
 class DecodingConstraint:
     """Restricts the decoder for one sentence; subclass and override either method."""
 
@@ -48,6 +69,16 @@ class DecodingConstraint:
         """The label the arc ``head -> dependent`` must carry, or None to let the model choose."""
         return None
 
+    #: a system that builds and advances this sentence's states in place of the
+    #: model's (same actions, states of a subclass), or None
+    state_system = None
+
+    def preferred_roots(self, top: list[int]) -> list[int]:
+        """Of the words a final state attaches to the root (``top``), those that
+        should become the sentence's only root, best first (the others are then
+        attached to it by :func:`to_valid_tree`)."""
+        return []
+
 
 class _FilterConstraint(DecodingConstraint):
     def __init__(self, function: Callable):
@@ -57,9 +88,45 @@ class _FilterConstraint(DecodingConstraint):
         return self.function(state, legal_actions)
 
 
+class _SpanArcConstraint(DecodingConstraint):
+    """:class:`~kgparser.constraints.Constraints` of one sentence as a decoding
+    constraint: the actions of its filter, its forced labels, and a root
+    choice that keeps the arc and span constraints when a final state has
+    several root dependents."""
+
+    def __init__(self, constraints, constraint_filter):
+        self.constraints = constraints
+        self.filter = constraint_filter
+        if constraint_filter.shadow is not None:
+            # The decoder's states can carry the span bookkeeping themselves,
+            # which spares the filter's shadow state (each transition applied once).
+            self.state_system = constraint_filter.constrained
+
+    def allowed_actions(self, state, legal_actions):
+        if self.state_system is None:
+            return self.filter.allowed_actions(state, legal_actions)
+        if len(legal_actions) == 1:  # checked satisfiable, so never stuck: the one action is allowed
+            return legal_actions
+        return self.state_system.allowed(state, legal_actions)
+
+    def forced_label(self, head, dependent):
+        return self.filter.forced_label(head, dependent)
+
+    def preferred_roots(self, top):
+        """The word constrained to hang from the root, else the root dependents
+        outside every span that forbids outside dependents (attaching the other
+        root dependents to a word of such a span would break it)."""
+        required = [a.dep for a in self.constraints.arcs if a.head == 0 and a.dep in top]
+        closed = [s for s in self.constraints.spans if s.outside == "none"]
+        open_top = [d for d in top if not any(s.first <= d <= s.last for s in closed)]
+        return required + open_top
+
+
 def _as_constraint(entry) -> DecodingConstraint | None:
     if entry is None or isinstance(entry, DecodingConstraint):
         return entry
+    if isinstance(entry, ConstraintFilter):
+        return _SpanArcConstraint(entry.constrained.constraints, entry)
     if callable(entry):
         return _FilterConstraint(entry)
     raise TypeError(f"a constraint must be None, a callable or a DecodingConstraint, not {type(entry).__name__}")
@@ -84,10 +151,12 @@ def flat_rows(model: Model, rows: list, count: int) -> torch.Tensor:
     return torch.from_numpy(array).to(model.device)
 
 
-def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None]) -> tuple[list[int], list[str | None]]:
+def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None],
+                  prefer: Callable[[list[int]], list[int]] | None = None) -> tuple[list[int], list[str | None]]:
     """A UD tree from whatever a final state holds: cycles are broken, exactly one
     word hangs from the root (label ``root``), every other headless or root-attached
-    word is attached to that word (label ``dep`` unless it had one)."""
+    word is attached to that word (label ``dep`` unless it had one).  ``prefer``
+    maps the root-attached words to those to choose the root from first."""
     n = len(heads) - 1
     heads = [-1] + [h if h is not None and 0 <= h <= n and h != d else -1 for d, h in enumerate(heads) if d > 0]
     labels = list(labels)
@@ -97,7 +166,7 @@ def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None]) -> tuple[l
     pending = [d for d in range(1, n + 1) if heads[d] == -1]
     if not n:
         return heads, labels
-    root = (labeled_root or top or pending)[0]
+    root = ((prefer(top) if prefer else []) + labeled_root + top + pending)[0]
     heads[root], labels[root] = 0, ROOT_LABEL
     for d in range(1, n + 1):
         if d == root:
@@ -138,9 +207,14 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64,
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
-                states = _decode_batch(model, [sentences[i] for i in chosen], batch_constraints)
-                for i, state in zip(chosen, states):
-                    results[i] = to_valid_tree(state.heads, state.labels)
+                try:
+                    states = _decode_batch(model, [sentences[i] for i in chosen], batch_constraints)
+                except DecodingError as error:
+                    raise DecodingError(chosen[error.index], error.problem) from None
+                for j, (i, state) in enumerate(zip(chosen, states)):
+                    constraint = batch_constraints[j] if batch_constraints else None
+                    results[i] = to_valid_tree(state.heads, state.labels,
+                                               constraint.preferred_roots if constraint else None)
     finally:
         network.train(was_training)
     return results
@@ -148,7 +222,9 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64,
 
 def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -> list:
     system, network = model.system, model.network
-    states = [system.initial_state(s.n) for s in sentences]
+    owners = [c.state_system if c is not None and c.state_system is not None else system
+              for c in constraints] if constraints else [system] * len(sentences)
+    states = [owner.initial_state(s.n) for owner, s in zip(owners, sentences)]
     live = [i for i, state in enumerate(states) if not system.is_final(state)]
     if not live:
         return states
@@ -164,9 +240,12 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -
             if not legal:
                 raise RuntimeError(f"{system!r}: a non-final state has no legal action")
             if constraints and constraints[i] is not None:
-                legal = constraints[i].allowed_actions(state, legal) or legal
+                allowed = constraints[i].allowed_actions(state, legal)
+                if not allowed:
+                    raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
+                legal = allowed
             if len(legal) == 1 and legal[0] not in arc_actions:
-                system.apply(state, legal[0])
+                owners[i].apply(state, legal[0])
                 continue
             scored.append(i)
             legal_sets.append(legal)
@@ -176,7 +255,7 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -
             choices = _best_transitions(model, hidden, [states[i] for i in scored], legal_sets,
                                         [constraints[i] for i in scored] if constraints else None)
             for i, (action, label) in zip(scored, choices):
-                system.apply(states[i], action, label)
+                owners[i].apply(states[i], action, label)
         live = [i for i in live if not system.is_final(states[i])]
     return states
 
@@ -195,7 +274,6 @@ def _best_transitions(model: Model, hidden, states: list, legal_sets: list, cons
         action_scores = action_scores.index_add(1, model.arc_action_index, best_label_scores)
         best_labels = best_labels.tolist()
     totals = action_scores.tolist()
-    label_rows = label_scores.tolist() if constraints else None
     action_id, arc_slot, labels = model.action_id, model.arc_slot, model.labels
     choices = []
     for j, legal in enumerate(legal_sets):
@@ -212,8 +290,9 @@ def _best_transitions(model: Model, hidden, states: list, legal_sets: list, cons
                 if forced is not None:
                     known = model.label_id.get(forced)
                     if known is not None:  # rescore with the forced label instead of the best one
-                        score += label_rows[j][slot * n_labels + known] - label_rows[j][slot * n_labels +
-                                                                                        best_labels[j][slot]]
+                        row_scores = label_scores[j]
+                        score += (row_scores[slot * n_labels + known]
+                                  - row_scores[slot * n_labels + best_labels[j][slot]]).item()
                     label = forced
             if score > best_score:
                 best, best_label, best_score = action, label, score
@@ -237,12 +316,95 @@ def load_checkpoint(path: str | Path) -> dict:
     return data
 
 
+ON_BAD_CONSTRAINTS = ("error", "skip")
+
+
+class ConstraintWarning(UserWarning):
+    """A sentence's constraints were dropped, or its parse misses them."""
+
+
+@dataclass
+class ConstraintReport:
+    """What the last constrained :meth:`Parser.parse` did with the constraints."""
+
+    #: sentences decoded with span/arc constraints
+    constrained: int = 0
+    #: messages naming the sentences whose constraints were dropped (``on_bad_constraints="skip"``)
+    skipped: list = field(default_factory=list)
+    #: positions (0-based) of those sentences
+    skipped_sentences: list = field(default_factory=list)
+    #: messages naming the sentences whose output misses a constraint
+    violated: list = field(default_factory=list)
+
+
+def describe_sentence(sentence, index: int) -> str:
+    """``file, line L, sentence I (sent_id S)`` for error messages."""
+    sent_id = getattr(sentence, "sent_id", None)
+    return (f"{getattr(sentence, 'source', '<input>')}, line {getattr(sentence, 'line', '?')}, "
+            f"sentence {index + 1}" + (f" (sent_id {sent_id})" if sent_id else ""))
+
+
+def _constraint_entries(sentences: Sequence, constraints) -> list:
+    """Per sentence: Constraints, a decoding constraint, None, or the
+    ConstraintError met while reading that sentence's constraints."""
+    if isinstance(constraints, str) and constraints == "misc":
+        return [_misc_constraints(s) for s in sentences]
+    if isinstance(constraints, (str, os.PathLike)):
+        return _file_constraints(sentences, str(constraints))
+    constraints = list(constraints)
+    if len(constraints) != len(sentences):
+        raise ValueError(f"{len(constraints)} constraints for {len(sentences)} sentences")
+    return [_entry_constraints(entry, s, i) for i, (entry, s) in enumerate(zip(constraints, sentences))]
+
+
+def _misc_constraints(sentence):
+    try:
+        return constraints_from_misc(sentence.misc, where="MISC")
+    except ConstraintError as error:
+        return error
+
+
+def _file_constraints(sentences: Sequence, path: str) -> list:
+    table = read_constraints_jsonl(path)
+    entries = [constraints_for(table, getattr(s, "sent_id", None), i) for i, s in enumerate(sentences)]
+    used = {id(entry) for entry in entries if entry is not None}
+    unused = [c.where for c in table.values() if id(c) not in used]
+    if unused:
+        raise ConstraintError(f"{unused[0]}: names no sentence of the input "
+                              f"({len(unused)} such record(s) in {path})")
+    return entries
+
+
+def _entry_constraints(entry, sentence, index: int):
+    if isinstance(entry, Mapping):
+        unknown = set(entry) - {"sent_id", "index", "arcs", "spans"}
+        if unknown:
+            return ConstraintError(f"constraints: unknown key(s) {sorted(unknown)}; expected arcs, spans")
+        try:
+            return Constraints(entry.get("arcs", []), entry.get("spans", []), where="constraints")
+        except ConstraintError as error:
+            return error
+    if entry is None or isinstance(entry, (Constraints, DecodingConstraint, ConstraintFilter)) or callable(entry):
+        return entry
+    raise TypeError(f"constraints for sentence {index + 1}: expected None, Constraints, a dict, a callable "
+                    f"or a DecodingConstraint, not {type(entry).__name__}")
+
+
+def _check_single_root(constraints: Constraints) -> None:
+    """The output is a UD tree (one root word), a stricter goal than the
+    constrained system's forest, so two words constrained to the root fail."""
+    rooted = sorted(a.dep for a in constraints.arcs if a.head == 0)
+    if len(rooted) > 1:
+        constraints.fail(f"words {rooted} are all constrained to the root; a UD tree has one root word")
+
+
 class Parser:
     """A trained parser: ``Parser.load(path).parse(...)``."""
 
     def __init__(self, model: Model, batch_size: int = 64):
         self.model = model
         self.batch_size = batch_size
+        self.constraint_report = ConstraintReport()
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
@@ -260,19 +422,80 @@ class Parser:
     def system(self):
         return self.model.system
 
-    def parse(self, data, *, constraints: Sequence | None = None, lenient: bool = False) -> list:
+    def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False) -> list:
         """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens.
 
         Returns Sentences with HEAD and DEPREL set (copies: inputs are left unchanged);
-        every other column and comment is kept.
+        every other column and comment is kept.  ``constraints``: see the module
+        docstring and :meth:`decoding_constraints`; what happened to them is in
+        :attr:`constraint_report` afterwards.
         """
         sentences = self._sentences(data, lenient)
-        if constraints is not None and len(constraints) != len(sentences):
-            raise ValueError(f"{len(constraints)} constraints for {len(sentences)} sentences")
-        trees = decode(self.model, sentences, self.batch_size, constraints)
-        for sentence, (heads, labels) in zip(sentences, trees):
+        self.constraint_report = ConstraintReport()
+        entries = None
+        if constraints is not None:
+            entries = self.decoding_constraints(sentences, constraints, on_bad_constraints)
+        try:
+            trees = decode(self.model, sentences, self.batch_size, entries)
+        except DecodingError as error:
+            raise DecodingError(error.index, error.problem,
+                                describe_sentence(sentences[error.index], error.index)) from None
+        for index, (sentence, (heads, labels)) in enumerate(zip(sentences, trees)):
             sentence.set_tree(heads, labels)
+            if entries is not None:
+                self._verify(sentence, index, _as_constraint(entries[index]), heads, labels)
         return sentences
+
+    def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error") -> list:
+        """One decoding constraint (or ``None``) per sentence from ``constraints``:
+        a JSON-lines path, ``"misc"``, or a list with one entry per sentence
+        (``None``, :class:`Constraints`, a JSON-lines dict, a callable or a
+        :class:`DecodingConstraint`).  Span and arc constraints are checked
+        against their sentence; a sentence they do not fit raises
+        :class:`ConstraintError` naming it, or with ``on_bad_constraints="skip"``
+        is parsed without constraints after a :class:`ConstraintWarning`."""
+        if on_bad_constraints not in ON_BAD_CONSTRAINTS:
+            raise KgparserError(f"on_bad_constraints: expected one of {ON_BAD_CONSTRAINTS}, "
+                                f"got {on_bad_constraints!r}")
+        self.constraint_report = report = ConstraintReport()
+        made = _constraint_entries(sentences, constraints)  # "misc" is never read as a file name
+        self._check_supported([entry for entry in made if isinstance(entry, Constraints)])
+        entries = []
+        for index, (sentence, entry) in enumerate(zip(sentences, made)):
+            try:
+                if isinstance(entry, ConstraintError):
+                    raise entry
+                if isinstance(entry, Constraints):
+                    _check_single_root(entry)
+                    entry = constraint_filter(self.system, entry, sentence.n)
+                    report.constrained += entry is not None
+            except ConstraintError as error:
+                message = f"{describe_sentence(sentence, index)}: {error}"
+                if on_bad_constraints == "error":
+                    raise ConstraintError(message) from None
+                warnings.warn(f"constraints dropped: {message}", ConstraintWarning, stacklevel=3)
+                report.skipped.append(message)
+                report.skipped_sentences.append(index)
+                entry = None
+            entries.append(entry)
+        return entries
+
+    def _check_supported(self, constraints: list) -> None:
+        reason = unsupported(self.system, spans=any(c.spans for c in constraints),
+                             arcs=any(c.arcs for c in constraints))
+        if reason:
+            first = next(c for c in constraints if c.spans or c.arcs)
+            raise ConstraintError(f"{first.where}: this model cannot parse with these constraints: {reason}")
+
+    def _verify(self, sentence, index: int, constraint, heads, labels) -> None:
+        """Warn (never silently) when a parse misses its span or arc constraints."""
+        if not isinstance(constraint, _SpanArcConstraint):
+            return
+        problem = constraint.constraints.violation(heads, labels)
+        if problem:
+            message = f"{describe_sentence(sentence, index)}: output breaks its constraints: {problem}"
+            warnings.warn(message, ConstraintWarning, stacklevel=3)
+            self.constraint_report.violated.append(message)
 
     @staticmethod
     def _sentences(data, lenient: bool) -> list:
