@@ -1,0 +1,561 @@
+"""The 2-Planar system (Gómez-Rodríguez & Nivre 2010, "A transition-based
+parser for 2-planar dependency structures", ACL, section 3) with a static
+oracle after that paper and the dynamic oracle of Fernández-González &
+Gómez-Rodríguez (2018, "A dynamic oracle for linear-time 2-Planar dependency
+parsing", NAACL, section 3).
+
+Configuration (2018, section 2 and figure 1): two stacks, one *active* and one
+*inactive*, each tied to one plane (page) of the output; a buffer ``b..n``
+(words are shifted in order, so the buffer is one index); the arcs.  The
+stacks are kept as ``stacks[0]`` / ``stacks[1]`` (the physical planes 0 and 1)
+with ``active`` naming the active one, and each arc remembers the plane it was
+built in (``state.plane[d]``), which the dynamic oracle needs.
+
+* ``shift``:  push ``b0`` onto *both* stacks;
+* ``reduce``: pop the active stack;
+* ``left``:   ``b0 -> s0`` (``s0`` = top of the active stack), nothing popped;
+* ``right``:  ``s0 -> b0``, nothing popped;
+* ``switch``: exchange the active and inactive stacks; never twice in a row
+  (the "control constraint" that makes the parser terminate).
+
+``left``/``right`` respect single-head and acyclicity.  The state is final
+when the buffer is empty.
+
+Root handling: as in the 2018 paper's initial configuration
+``<[], [], [w1..wn], {}>`` the root is *not* a node of the parser.  Arcs from
+the root are never built; following ``DESIGN.md``, the words left headless are
+the dependents of the root.  A gold root word must therefore stay headless.
+Root arcs never cross anything, so the system builds exactly the trees whose
+word-to-word arcs are 2-planar (their crossing graph is bipartite), which is
+:meth:`TwoPlanar.can_build`; there is no artificial root arc to make a tree
+non-2-planar.
+
+Canonical plane assignment (:func:`canonical_planes`).  The 2018 dynamic oracle
+is exact only relative to a fixed assignment of gold arcs to planes (section
+3); it takes the assignment the static oracle of Gómez-Rodríguez & Nivre (2010)
+produces, "which prefers to build arcs in the active plane to minimize the
+number of Switch transitions".  Here it is, precisely.  Go through the words
+``b = 1..n``; at each, look at the gold arcs ``(x, b)`` with ``x < b`` (both
+directions, root arcs excluded) from the nearest ``x`` to the farthest.  An
+arc whose plane is still open goes to the plane active at that moment, and so
+does, alternately, its whole connected component of the crossing graph (arcs
+that cross must be in different planes, so one choice fixes the component).
+After the arcs of ``b``, if any of them lies in the other plane the parser
+switches once and stays there.  This is what the static oracle does: build
+the active plane's arcs with ``b0`` (reducing down to them, nearest first),
+then switch if the other plane has arcs with ``b0``, then shift.  (MaltParser's
+implementation also switches before reducing when the inactive top is linked
+to ``b0``; we keep such an arc in the active plane when it is still free,
+which needs fewer switches.)
+
+Gold trees that are not 2-planar: following footnote 4 of the 2018 paper, the
+oracles work with a 2-planar subset (:func:`two_planar_subset`: arcs are kept
+shortest first while the crossing graph stays bipartite); the dropped words
+are left without a gold arc, and every dynamic-oracle loss counts them as lost.
+
+Dynamic oracle (:class:`TwoPlanarDynamicOracle`).  Section 3: the loss of a
+configuration relative to the canonical assignment is
+``|U1 ∪ U2| + nc(A ∪ I1 ∪ I2)``: gold arcs not yet built in their plane that are
+individually unreachable, plus the cycles that the arcs built so far and the
+individually reachable gold arcs form.  Costs are loss differences, each loss
+computed in O(n); ``switch`` costs the least loss after the action the next
+state is forced to take (section 3, the corrected Switch cost), and in a state
+just reached by ``switch`` the costs are taken against the least of the
+remaining actions, so that they are exact for the parser with the control
+constraint.  Option ``regularize_switch`` (default ``True``, as in the paper's
+training) adds section 3's "Regularization": see
+:meth:`TwoPlanarDynamicOracle.costs`.
+
+Features (2018, section 4.2): the top three words of the active stack, the
+first buffer word and the top two words of the inactive stack:
+``s0, s1, s2, b0, i0, i1``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import register
+from .base import NO_HEAD, ROOT, State, TransitionSystem
+
+SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
+NO_PLANE = -1
+
+
+class TwoPlanarState(State):
+    """``stacks[0]``, ``stacks[1]`` (bottom first), ``active`` (index of the
+    active stack), ``b`` (first buffer word; ``n + 1`` when empty),
+    ``switched`` (the last action was ``switch``) and ``plane[d]`` (plane the
+    arc into ``d`` was built in, :data:`NO_PLANE` if none)."""
+
+    __slots__ = ("stacks", "active", "b", "switched", "plane")
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.stacks = ([], [])
+        self.active = 0
+        self.b = 1
+        self.switched = False
+        self.plane = [NO_PLANE] * (n + 1)
+
+    def copy(self) -> "TwoPlanarState":
+        new = self._copy_arcs_to(object.__new__(TwoPlanarState))
+        new.stacks = (self.stacks[0][:], self.stacks[1][:])
+        new.active = self.active
+        new.b = self.b
+        new.switched = self.switched
+        new.plane = self.plane[:]
+        return new
+
+    def key(self) -> tuple:
+        return (tuple(self.stacks[0]), tuple(self.stacks[1]), self.active, self.b, self.switched,
+                tuple(self.heads), tuple(self.labels), tuple(self.plane))
+
+
+def _tree_root(heads: Sequence[int], word: int) -> int:
+    """The headless word at the top of ``word``'s tree in a partial forest."""
+    while heads[word] != NO_HEAD:
+        word = heads[word]
+    return word
+
+
+@register("two-planar")
+class TwoPlanar(TransitionSystem):
+    actions = (SHIFT, LEFT, RIGHT, REDUCE, SWITCH)
+    arc_actions = frozenset({LEFT, RIGHT})
+    feature_names = ("s0", "s1", "s2", "b0", "i0", "i1")
+
+    def __init__(self, regularize_switch: bool = True):
+        self.regularize_switch = regularize_switch
+
+    def options(self) -> dict:
+        return {"regularize_switch": self.regularize_switch}
+
+    def initial_state(self, n: int) -> TwoPlanarState:
+        return TwoPlanarState(n)
+
+    def legal_actions(self, state: TwoPlanarState) -> list[str]:
+        b, heads = state.b, state.heads
+        if b >= len(heads):
+            return []
+        legal = [SHIFT]
+        stack = state.stacks[state.active]
+        if stack:
+            s0 = stack[-1]
+            if heads[s0] == NO_HEAD and _tree_root(heads, b) != s0:
+                legal.append(LEFT)
+            if heads[b] == NO_HEAD and _tree_root(heads, s0) != b:
+                legal.append(RIGHT)
+            legal.append(REDUCE)
+        if not state.switched:
+            legal.append(SWITCH)
+        return legal
+
+    def apply(self, state: TwoPlanarState, action: str, label: str | None = None) -> None:
+        if action == SHIFT:
+            state.stacks[0].append(state.b)
+            state.stacks[1].append(state.b)
+            state.b += 1
+        elif action == REDUCE:
+            state.stacks[state.active].pop()
+        elif action == LEFT or action == RIGHT:
+            head, dep = self.arc_of(state, action)
+            state.add_arc(head, dep, label)
+            state.plane[dep] = state.active
+        elif action == SWITCH:
+            state.active = 1 - state.active
+        else:
+            raise ValueError(f"two-planar has no action {action!r}")
+        state.switched = action == SWITCH
+
+    def is_final(self, state: TwoPlanarState) -> bool:
+        return state.b >= len(state.heads)
+
+    def arc_of(self, state: TwoPlanarState, action: str) -> tuple[int, int]:
+        s0 = state.stacks[state.active][-1]
+        if action == LEFT:
+            return state.b, s0
+        if action == RIGHT:
+            return s0, state.b
+        raise ValueError(f"{action!r} builds no arc")
+
+    def features(self, state: TwoPlanarState) -> list[int]:
+        active, inactive = state.stacks[state.active], state.stacks[1 - state.active]
+        return [
+            active[-1] if active else NO_HEAD,
+            active[-2] if len(active) > 1 else NO_HEAD,
+            active[-3] if len(active) > 2 else NO_HEAD,
+            state.b if state.b < len(state.heads) else NO_HEAD,
+            inactive[-1] if inactive else NO_HEAD,
+            inactive[-2] if len(inactive) > 1 else NO_HEAD,
+        ]
+
+    def can_build(self, gold_heads: Sequence[int]) -> bool:
+        return is_two_planar(gold_heads)
+
+    def static_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarStaticOracle":
+        return TwoPlanarStaticOracle(gold_heads)
+
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarDynamicOracle":
+        return TwoPlanarDynamicOracle(gold_heads, regularize_switch=self.regularize_switch)
+
+
+# --- planes -----------------------------------------------------------------
+
+def _span(heads: Sequence[int], dep: int) -> tuple[int, int]:
+    head = heads[dep]
+    return (head, dep) if head < dep else (dep, head)
+
+
+def word_arcs(heads: Sequence[int]) -> list[int]:
+    """Dependents of the arcs between two words (root arcs and missing heads
+    excluded); an arc is named by its dependent."""
+    return [d for d in range(1, len(heads)) if heads[d] != NO_HEAD and heads[d] != ROOT]
+
+
+def crossing_graph(heads: Sequence[int], deps: Sequence[int] | None = None) -> dict[int, list[int]]:
+    """``graph[d]``: the arcs (named by dependent) among ``deps`` (default: all
+    word-to-word arcs) that cross the arc into ``d``.  Two arcs cross when
+    exactly one end of one lies strictly inside the other; arcs sharing an end
+    never cross."""
+    deps = word_arcs(heads) if deps is None else list(deps)
+    spans = sorted((_span(heads, d), d) for d in deps)
+    graph: dict[int, list[int]] = {d: [] for d in deps}
+    for i, ((lo1, hi1), d1) in enumerate(spans):
+        for (lo2, hi2), d2 in spans[i + 1:]:
+            if lo2 >= hi1:
+                break
+            if lo1 < lo2 < hi1 < hi2:
+                graph[d1].append(d2)
+                graph[d2].append(d1)
+    return graph
+
+
+def is_two_planar(heads: Sequence[int]) -> bool:
+    """True iff the word-to-word arcs split into two sets of non-crossing arcs,
+    i.e. their crossing graph is bipartite (Gómez-Rodríguez & Nivre 2010,
+    section 2)."""
+    graph = crossing_graph(heads)
+    colour: dict[int, int] = {}
+    for start in graph:
+        if start in colour:
+            continue
+        colour[start] = 0
+        todo = [start]
+        while todo:
+            arc = todo.pop()
+            for other in graph[arc]:
+                if other not in colour:
+                    colour[other] = 1 - colour[arc]
+                    todo.append(other)
+                elif colour[other] == colour[arc]:
+                    return False
+    return True
+
+
+def two_planar_subset(heads: Sequence[int]) -> list[int]:
+    """The gold tree with the arcs that break 2-planarity removed (their
+    dependents get :data:`NO_HEAD`): word-to-word arcs are kept shortest first
+    (ties: leftmost first) as long as the kept arcs' crossing graph stays
+    bipartite, checked with a union-find that records each arc's parity
+    relative to its component's representative.  A 2-planar tree comes back
+    unchanged."""
+    kept = list(heads)
+    parent: dict[int, int] = {}
+    parity: dict[int, int] = {}
+
+    def find(arc: int) -> tuple[int, int]:
+        """Representative of ``arc``'s component and ``arc``'s parity to it."""
+        par = 0
+        while parent[arc] != arc:
+            par ^= parity[arc]
+            arc = parent[arc]
+        return arc, par
+
+    order = sorted(word_arcs(heads), key=lambda d: (_span(heads, d)[1] - _span(heads, d)[0], _span(heads, d)))
+    placed: list[int] = []
+    for dep in order:
+        lo, hi = _span(heads, dep)
+        crossing = [d for d in placed if _crosses(_span(heads, d), (lo, hi))]
+        # each component touched must see the new arc opposite to all its crossing arcs
+        wanted: dict[int, int] = {}
+        consistent = True
+        for other in crossing:
+            top, par = find(other)
+            if wanted.setdefault(top, par) != par:
+                consistent = False
+                break
+        if not consistent:
+            kept[dep] = NO_HEAD
+            continue
+        parent[dep], parity[dep] = dep, 0
+        for top, par in wanted.items():
+            # new arc gets parity 0 in its own component; make top's parity so
+            # that every crossing arc ends up with parity 1 relative to ``dep``
+            parent[top], parity[top] = dep, 1 ^ par
+        placed.append(dep)
+    return kept
+
+
+def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[0] < a[1] < b[1] or b[0] < a[0] < b[1] < a[1]
+
+
+def canonical_planes(heads: Sequence[int]) -> list[int]:
+    """The canonical plane (0 or 1) of each word-to-word arc of a 2-planar
+    tree, named by dependent; :data:`NO_PLANE` for root arcs and missing heads.
+
+    The planes the static oracle builds the arcs in, starting with plane 0
+    active (see the module docstring): for ``b = 1..n``, the arcs ``(x, b)``,
+    ``x < b``, nearest ``x`` first; an arc whose crossing-graph component has
+    no plane yet gives it one, the arc going to the active plane; afterwards
+    the active plane flips if some arc of ``b`` is in the other plane."""
+    n = len(heads) - 1
+    deps = word_arcs(heads)
+    graph = crossing_graph(heads, deps)
+    ending_at: list[list[int]] = [[] for _ in range(n + 1)]
+    for d in deps:
+        lo, hi = _span(heads, d)
+        ending_at[hi].append(d)
+    plane = [NO_PLANE] * (n + 1)
+    active = 0
+    for b in range(1, n + 1):
+        arcs_here = sorted(ending_at[b], key=lambda d: -_span(heads, d)[0])
+        for d in arcs_here:
+            if plane[d] == NO_PLANE:
+                _colour_component(graph, plane, d, active)
+        if any(plane[d] != active for d in arcs_here):
+            active = 1 - active
+    return plane
+
+
+def _colour_component(graph: dict[int, list[int]], plane: list[int], start: int, colour: int) -> None:
+    """Give ``start`` plane ``colour`` and the arcs crossing it, transitively,
+    alternate planes (the component is bipartite)."""
+    plane[start] = colour
+    todo = [start]
+    while todo:
+        arc = todo.pop()
+        for other in graph[arc]:
+            if plane[other] == NO_PLANE:
+                plane[other] = 1 - plane[arc]
+                todo.append(other)
+
+
+class _CanonicalGold:
+    """A gold tree reduced to a 2-planar subset, with its canonical planes:
+    ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent,
+    ``dropped`` (how many word-to-word arcs were removed) and ``ending_at[b]``:
+    the gold arcs ``(x, b)`` with ``x < b``, nearest first."""
+
+    def __init__(self, gold_heads: Sequence[int]):
+        self.gold = list(gold_heads)
+        self.heads = two_planar_subset(gold_heads)
+        self.plane = canonical_planes(self.heads)
+        self.dropped = sum(1 for d in range(1, len(gold_heads)) if self.heads[d] != gold_heads[d])
+        n = len(gold_heads) - 1
+        self.ending_at: list[list[int]] = [[] for _ in range(n + 2)]
+        for d in word_arcs(self.heads):
+            self.ending_at[max(d, self.heads[d])].append(d)
+        for arcs_here in self.ending_at:
+            arcs_here.sort(key=lambda d: -min(d, self.heads[d]))
+
+
+class TwoPlanarStaticOracle:
+    """The static oracle after Gómez-Rodríguez & Nivre (2010), following the
+    canonical planes: build an arc between ``s0`` and ``b0`` if it belongs to
+    the active plane; else reduce if the active plane still has an arc between
+    ``b0`` and a word below ``s0``; else switch if the other plane has an arc
+    with ``b0`` left; else shift.  For a tree that is not 2-planar it builds
+    the 2-planar subset (the dropped words end attached to the root)."""
+
+    def __init__(self, gold_heads: Sequence[int]):
+        self.canon = _CanonicalGold(gold_heads)
+
+    def _pending(self, state: TwoPlanarState, plane: int) -> bool:
+        """Some gold arc between ``b0`` and an earlier word, in ``plane``, is not built."""
+        heads, gold, planes = state.heads, self.canon.heads, self.canon.plane
+        return any(planes[d] == plane and heads[d] != gold[d] for d in self.canon.ending_at[state.b])
+
+    def next_action(self, state: TwoPlanarState) -> str:
+        gold, planes = self.canon.heads, self.canon.plane
+        b, active, heads = state.b, state.active, state.heads
+        stack = state.stacks[active]
+        if stack:
+            s0 = stack[-1]
+            if gold[s0] == b and planes[s0] == active and heads[s0] == NO_HEAD:
+                return LEFT
+            if gold[b] == s0 and planes[b] == active and heads[b] == NO_HEAD:
+                return RIGHT
+        if self._pending(state, active):
+            return REDUCE
+        if not state.switched and self._pending(state, 1 - active):
+            return SWITCH
+        return SHIFT
+
+
+class TwoPlanarDynamicOracle:
+    """Fernández-González & Gómez-Rodríguez (2018), section 3: costs relative
+    to the canonical plane assignment, each loss in O(n).
+
+    A gold arc ``x -> y`` of plane ``i`` (span ``lo < hi``) not built in plane
+    ``i`` is individually unreachable when ``hi`` has left the buffer, or
+    ``lo`` has left the buffer and is not on stack ``i``, or its dependent
+    already has a head (in any plane, the right head included: an arc built
+    in the wrong plane counts as lost), or its head is in the dependent's
+    tree (acyclicity).  A gold root word is lost when it has a head.  The
+    loss adds one per cycle of the built arcs plus the reachable gold arcs
+    (in-degree one, so cycles are found by following heads)."""
+
+    def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True):
+        self.canon = _CanonicalGold(gold_heads)
+        self.regularize_switch = regularize_switch
+
+    # -- the loss of a configuration, or of the one an action leads to ------
+
+    def _loss(self, state: TwoPlanarState, on_stack, first: int, popped: tuple[int, int] | None,
+              arc: tuple[int, int, int] | None) -> int:
+        """Loss of ``state`` changed by: buffer starting at ``first`` (``b + 1``
+        after a shift, which also puts ``b`` on both stacks), ``popped`` =
+        ``(plane, word)`` removed from that stack, ``arc`` = ``(head, dep,
+        plane)`` added."""
+        canon = self.canon
+        gold, gplane = canon.heads, canon.plane
+        heads, built = state.heads, state.plane
+        b = state.b
+        n = len(heads) - 1
+        if arc is not None:
+            heads = heads[:]
+            built = built[:]
+            heads[arc[1]] = arc[0]
+            built[arc[1]] = arc[2]
+        roots = _forest_roots(heads)
+        up = [NO_HEAD] * (n + 1)
+        lost = canon.dropped
+        for d in range(1, n + 1):
+            g, h = gold[d], heads[d]
+            if h != NO_HEAD:
+                up[d] = h
+                if g == ROOT or (g != NO_HEAD and (h != g or built[d] != gplane[d])):
+                    lost += 1
+                continue
+            if g == ROOT or g == NO_HEAD:
+                continue
+            p = gplane[d]
+            lo, hi = (g, d) if g < d else (d, g)
+            if (hi < first or roots[g] == d
+                    or (lo < b and (not on_stack[p][lo] or popped == (p, lo)))):
+                lost += 1
+            else:
+                up[d] = g
+        return lost + _count_cycles(up)
+
+    def _successor_losses(self, state: TwoPlanarState, stack_index: int, on_stack) -> dict[str, int]:
+        """Loss after each of ``shift``, ``left``, ``right``, ``reduce`` taken
+        with stack ``stack_index`` active (only the legal ones)."""
+        heads, b = state.heads, state.b
+        losses = {SHIFT: self._loss(state, on_stack, b + 1, None, None)}
+        stack = state.stacks[stack_index]
+        if stack:
+            s0 = stack[-1]
+            if heads[s0] == NO_HEAD and _tree_root(heads, b) != s0:
+                losses[LEFT] = self._loss(state, on_stack, b, None, (b, s0, stack_index))
+            if heads[b] == NO_HEAD and _tree_root(heads, s0) != b:
+                losses[RIGHT] = self._loss(state, on_stack, b, None, (s0, b, stack_index))
+            losses[REDUCE] = self._loss(state, on_stack, b, (stack_index, s0), None)
+        return losses
+
+    def costs(self, state: TwoPlanarState) -> dict[str, int]:
+        """Cost of each legal action.  ``switch`` costs the least loss after
+        the action forced next, minus the present loss (2018, section 3).  In a
+        state just reached by ``switch`` the present loss is the least loss
+        after one of the remaining actions.
+
+        With ``regularize_switch`` (2018, section 3, "Regularization": a term
+        for the length of the transition sequence, which "amounts to
+        penalizing the Switch transition if there is any zero-cost transition
+        available in the active plane and changing planes will delay its
+        application"), ``switch`` costs one more unless it is needed now: the
+        active plane has no individually reachable gold arc left between
+        ``b0`` and a word on its stack, and the other plane has one.  A switch
+        that delays nothing the other plane needs only lengthens the
+        sequence, so it is penalized as well."""
+        n1 = len(state.heads)
+        on_stack = (_membership(state.stacks[0], n1), _membership(state.stacks[1], n1))
+        active = state.active
+        losses = self._successor_losses(state, active, on_stack)
+        if state.switched:
+            base = min(losses.values())
+            return {a: loss - base for a, loss in losses.items()}
+        base = self._loss(state, on_stack, state.b, None, None)
+        costs = {a: loss - base for a, loss in losses.items()}
+        forced = self._successor_losses(state, 1 - active, on_stack)
+        costs[SWITCH] = min(forced.values()) - base
+        if self.regularize_switch and not self._switch_needed(state, on_stack):
+            costs[SWITCH] += 1
+        return costs
+
+    def _switch_needed(self, state: TwoPlanarState, on_stack) -> bool:
+        return (not self._has_work(state, state.active, on_stack)
+                and self._has_work(state, 1 - state.active, on_stack))
+
+    def _has_work(self, state: TwoPlanarState, plane: int, on_stack) -> bool:
+        """Some gold arc ``(x, b0)`` of ``plane`` with ``x`` on that plane's
+        stack is not built and still individually reachable."""
+        gold, gplane = self.canon.heads, self.canon.plane
+        heads, b = state.heads, state.b
+        for d in self.canon.ending_at[b]:
+            if gplane[d] != plane or heads[d] != NO_HEAD:
+                continue
+            g = gold[d]
+            lo = min(g, d)
+            if on_stack[plane][lo] and _tree_root(heads, g) != d:
+                return True
+        return False
+
+
+def _membership(stack: Sequence[int], size: int) -> bytearray:
+    flags = bytearray(size)
+    for w in stack:
+        flags[w] = 1
+    return flags
+
+
+def _forest_roots(heads: Sequence[int]) -> list[int]:
+    """``roots[w]``: the headless word at the top of ``w``'s tree (acyclic heads)."""
+    n = len(heads) - 1
+    roots = [NO_HEAD] * (n + 1)
+    for start in range(n + 1):
+        if roots[start] != NO_HEAD:
+            continue
+        path = []
+        w = start
+        while roots[w] == NO_HEAD and heads[w] != NO_HEAD:
+            path.append(w)
+            w = heads[w]
+        top = w if roots[w] == NO_HEAD else roots[w]
+        roots[w] = top
+        for p in path:
+            roots[p] = top
+    return roots
+
+
+def _count_cycles(up: Sequence[int]) -> int:
+    """Cycles of a graph where each node has at most one parent ``up[node]``
+    (:data:`NO_HEAD` for none; node 0 has none)."""
+    n = len(up)
+    state = bytearray(n)  # 0 unseen, 1 on the current walk, 2 done
+    cycles = 0
+    for start in range(1, n):
+        if state[start]:
+            continue
+        walk = []
+        w = start
+        while w != NO_HEAD and w != ROOT and not state[w]:
+            state[w] = 1
+            walk.append(w)
+            w = up[w]
+        if w != NO_HEAD and w != ROOT and state[w] == 1:
+            cycles += 1
+        for v in walk:
+            state[v] = 2
+    return cycles
