@@ -51,6 +51,7 @@ from typing import IO, TextIO
 from conllu.parser import parse_comment_line, parse_dict_value
 
 from .errors import KgparserError
+from .transitions.trees import find_cycle
 
 __all__ = [
     "ConlluError",
@@ -322,25 +323,6 @@ class Sentence:
 
     def __repr__(self) -> str:
         return f"<Sentence {self.source}:{self.line} n={self.n} {self.text[:40]!r}>"
-
-
-def find_cycle(heads: Sequence[int]) -> list[int] | None:
-    """Words of one cycle in ``heads`` (n+1 layout, -1 = no head), or None. O(n)."""
-    n = len(heads) - 1
-    state = [0] * (n + 1)  # 0 unvisited, 1 on the current path, 2 known acyclic
-    state[0] = 2
-    for start in range(1, n + 1):
-        path = []
-        node = start
-        while node > 0 and state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node]
-        if node > 0 and state[node] == 1:
-            return path[path.index(node):]
-        for visited in path:
-            state[visited] = 2
-    return None
 
 
 class SentenceList(list):

@@ -22,28 +22,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
-
-
-class ArcHybridState(State):
-    __slots__ = ("stack", "b")
-
-    def __init__(self, n: int):
-        super().__init__(n)
-        self.stack = [ROOT]
-        self.b = 1
-
-    def copy(self) -> "ArcHybridState":
-        new = self._copy_arcs_to(object.__new__(ArcHybridState))
-        new.stack = self.stack[:]
-        new.b = self.b
-        return new
-
-    def key(self) -> tuple:
-        return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
 
 @register("arc-hybrid")
@@ -52,10 +34,10 @@ class ArcHybrid(TransitionSystem):
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
 
-    def initial_state(self, n: int) -> ArcHybridState:
-        return ArcHybridState(n)
+    def initial_state(self, n: int) -> StackBufferState:
+        return StackBufferState(n)
 
-    def legal_actions(self, state: ArcHybridState) -> list[str]:
+    def legal_actions(self, state: StackBufferState) -> list[str]:
         stack = state.stack
         has_buffer = state.b <= len(state.heads) - 1
         legal = []
@@ -67,7 +49,7 @@ class ArcHybrid(TransitionSystem):
             legal.append(RIGHT)
         return legal
 
-    def apply(self, state: ArcHybridState, action: str, label: str | None = None) -> None:
+    def apply(self, state: StackBufferState, action: str, label: str | None = None) -> None:
         if action == SHIFT:
             state.stack.append(state.b)
             state.b += 1
@@ -79,17 +61,17 @@ class ArcHybrid(TransitionSystem):
         else:
             raise ValueError(f"arc-hybrid has no action {action!r}")
 
-    def is_final(self, state: ArcHybridState) -> bool:
+    def is_final(self, state: StackBufferState) -> bool:
         return state.b > len(state.heads) - 1 and len(state.stack) == 1
 
-    def arc_of(self, state: ArcHybridState, action: str) -> tuple[int, int]:
+    def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         if action == LEFT:
             return state.b, state.stack[-1]
         if action == RIGHT:
             return state.stack[-2], state.stack[-1]
         raise ValueError(f"{action!r} builds no arc")
 
-    def features(self, state: ArcHybridState) -> list[int]:
+    def features(self, state: StackBufferState) -> list[int]:
         stack = state.stack
         depth = len(stack)
         return [
@@ -116,11 +98,11 @@ class ArcHybridStaticOracle:
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
 
-    def _complete(self, state: ArcHybridState, word: int) -> bool:
+    def _complete(self, state: StackBufferState, word: int) -> bool:
         heads = state.heads
         return all(heads[k] == word for k in self.kids[word])
 
-    def next_action(self, state: ArcHybridState) -> str:
+    def next_action(self, state: StackBufferState) -> str:
         stack = state.stack
         s0 = stack[-1]
         if s0 != ROOT and self._complete(state, s0):
@@ -145,7 +127,7 @@ class ArcHybridDynamicOracle:
     def _deps_in_buffer(self, word: int, b: int) -> int:
         return sum(1 for k in self.kids[word] if k >= b)
 
-    def costs(self, state: ArcHybridState) -> dict[str, int]:
+    def costs(self, state: StackBufferState) -> dict[str, int]:
         gold, stack, b, heads = self.gold, state.stack, state.b, state.heads
         n = len(gold) - 1
         s0 = stack[-1]

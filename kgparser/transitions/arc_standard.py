@@ -37,28 +37,10 @@ import numpy as np
 
 from . import register
 from ._arc_standard_dp import ProjectiveReduction, WordChart, best_gold_arcs, gold_weights
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem
 from .trees import children, descendant_spans, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
-
-
-class ArcStandardState(State):
-    __slots__ = ("stack", "b")
-
-    def __init__(self, n: int):
-        super().__init__(n)
-        self.stack = [ROOT]
-        self.b = 1
-
-    def copy(self) -> "ArcStandardState":
-        new = self._copy_arcs_to(object.__new__(ArcStandardState))
-        new.stack = self.stack[:]
-        new.b = self.b
-        return new
-
-    def key(self) -> tuple:
-        return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
 
 @register("arc-standard")
@@ -67,10 +49,10 @@ class ArcStandard(TransitionSystem):
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
 
-    def initial_state(self, n: int) -> ArcStandardState:
-        return ArcStandardState(n)
+    def initial_state(self, n: int) -> StackBufferState:
+        return StackBufferState(n)
 
-    def legal_actions(self, state: ArcStandardState) -> list[str]:
+    def legal_actions(self, state: StackBufferState) -> list[str]:
         depth = len(state.stack)
         legal = [SHIFT] if state.b < len(state.heads) else []
         if depth > 2:
@@ -79,7 +61,7 @@ class ArcStandard(TransitionSystem):
             legal.append(RIGHT)
         return legal
 
-    def apply(self, state: ArcStandardState, action: str, label: str | None = None) -> None:
+    def apply(self, state: StackBufferState, action: str, label: str | None = None) -> None:
         stack = state.stack
         if action == SHIFT:
             stack.append(state.b)
@@ -93,17 +75,17 @@ class ArcStandard(TransitionSystem):
         else:
             raise ValueError(f"arc-standard has no action {action!r}")
 
-    def is_final(self, state: ArcStandardState) -> bool:
+    def is_final(self, state: StackBufferState) -> bool:
         return state.b >= len(state.heads) and len(state.stack) == 1
 
-    def arc_of(self, state: ArcStandardState, action: str) -> tuple[int, int]:
+    def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         if action == LEFT:
             return state.stack[-1], state.stack[-2]
         if action == RIGHT:
             return state.stack[-2], state.stack[-1]
         raise ValueError(f"{action!r} builds no arc")
 
-    def features(self, state: ArcStandardState) -> list[int]:
+    def features(self, state: StackBufferState) -> list[int]:
         stack = state.stack
         depth = len(stack)
         return [
@@ -131,11 +113,11 @@ class ArcStandardStaticOracle:
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
 
-    def _complete(self, state: ArcStandardState, word: int) -> bool:
+    def _complete(self, state: StackBufferState, word: int) -> bool:
         heads = state.heads
         return all(heads[k] == word for k in self.kids[word])
 
-    def next_action(self, state: ArcStandardState) -> str:
+    def next_action(self, state: StackBufferState) -> str:
         stack = state.stack
         if len(stack) > 1:
             s0, s1 = stack[-1], stack[-2]
@@ -182,7 +164,7 @@ class ArcStandardDynamicOracle:
         self._words: WordChart | None = None  # built on first use, for non-projective gold
         self._n = n
 
-    def costs(self, state: ArcStandardState) -> dict[str, int]:
+    def costs(self, state: StackBufferState) -> dict[str, int]:
         stack, b = state.stack, state.b
         gold = self.gold
         actions, gains, stacks, buffer_starts = [], [], [], []

@@ -33,7 +33,7 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, OverBudget, future_loss, reduced_buffer
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem
 from .trees import children, depths
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -45,24 +45,6 @@ WORK_LIMIT = 100_000
 
 class AttardiOptionError(KgparserError, ValueError):
     """A bad option of the ``attardi`` system."""
-
-
-class AttardiState(State):
-    __slots__ = ("stack", "b")
-
-    def __init__(self, n: int):
-        super().__init__(n)
-        self.stack = [ROOT]
-        self.b = 1
-
-    def copy(self) -> "AttardiState":
-        new = self._copy_arcs_to(object.__new__(AttardiState))
-        new.stack = self.stack[:]
-        new.b = self.b
-        return new
-
-    def key(self) -> tuple:
-        return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
 
 @register("attardi")
@@ -84,13 +66,13 @@ class Attardi(TransitionSystem):
     def options(self) -> dict:
         return {"work_limit": self.work_limit}
 
-    def initial_state(self, n: int) -> AttardiState:
-        return AttardiState(n)
+    def initial_state(self, n: int) -> StackBufferState:
+        return StackBufferState(n)
 
-    def legal_actions(self, state: AttardiState) -> list[str]:
+    def legal_actions(self, state: StackBufferState) -> list[str]:
         return _legal(state.stack, state.b <= len(state.heads) - 1)
 
-    def apply(self, state: AttardiState, action: str, label: str | None = None) -> None:
+    def apply(self, state: StackBufferState, action: str, label: str | None = None) -> None:
         stack = state.stack
         if action == SHIFT:
             stack.append(state.b)
@@ -108,13 +90,13 @@ class Attardi(TransitionSystem):
         else:
             raise ValueError(f"attardi has no action {action!r}")
 
-    def is_final(self, state: AttardiState) -> bool:
+    def is_final(self, state: StackBufferState) -> bool:
         return state.b > len(state.heads) - 1 and len(state.stack) == 1
 
-    def arc_of(self, state: AttardiState, action: str) -> tuple[int, int]:
+    def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         return _arc(state.stack, action)
 
-    def features(self, state: AttardiState) -> list[int]:
+    def features(self, state: StackBufferState) -> list[int]:
         stack = state.stack
         depth = len(stack)
         return [stack[-i] if depth >= i else NO_HEAD for i in range(1, 5)] + [
@@ -217,7 +199,7 @@ class AttardiStaticOracle:
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
 
-    def next_action(self, state: AttardiState) -> str:
+    def next_action(self, state: StackBufferState) -> str:
         heads = state.heads
         missing = _MissingDependents(self.kids, heads)
         action = _eager_action(state.stack, self.gold, missing)
@@ -280,7 +262,7 @@ class AttardiDynamicOracle:
         self.work_limit = work_limit
         self.fallbacks = 0
 
-    def costs(self, state: AttardiState) -> dict[str, int]:
+    def costs(self, state: StackBufferState) -> dict[str, int]:
         n = len(self.gold) - 1
         stack, b = state.stack, state.b
         on_stack = [False] * (n + 1)
@@ -316,7 +298,7 @@ class AttardiDynamicOracle:
         on_stack[dep] = True
         return (gold[dep] != head) + future_loss(gold, after, after_reduced, budget)
 
-    def approximate_costs(self, state: AttardiState) -> dict[str, int]:
+    def approximate_costs(self, state: StackBufferState) -> dict[str, int]:
         """O(n) fallback for configurations over the work budget.
 
         A local estimate, not the true costs: a reduce is charged 1 if its arc

@@ -71,6 +71,28 @@ class State:
         return (tuple(self.heads), tuple(self.labels))
 
 
+class StackBufferState(State):
+    """A stack with the root at its bottom and a buffer ``b..n`` of words not
+    yet read: the configuration of the systems that shift words in order
+    (arc-standard, arc-hybrid, Attardi)."""
+
+    __slots__ = ("stack", "b")
+
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.stack = [ROOT]
+        self.b = 1
+
+    def copy(self) -> "StackBufferState":
+        new = self._copy_arcs_to(object.__new__(type(self)))
+        new.stack = self.stack[:]
+        new.b = self.b
+        return new
+
+    def key(self) -> tuple:
+        return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
+
+
 def resolved_heads(heads: Sequence[int]) -> list[int]:
     """Heads of a final state, with every headless word attached to the root."""
     return [NO_HEAD] + [ROOT if h == NO_HEAD else h for h in heads[1:]]
