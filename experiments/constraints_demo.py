@@ -109,6 +109,7 @@ def main() -> int:
     ap.add_argument("--arc-fraction", type=float, default=0.1)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--speed-only", action="store_true", help="only (c), the speed measurement")
     ap.add_argument("--write-jsonl", default=None,
                     help="also write the (b) constraints as a JSON-lines file (by sent_id) for `kgparser parse`")
     args = ap.parse_args()
@@ -117,6 +118,20 @@ def main() -> int:
     gold = read_conllu(args.test)
     results: dict = {"model": args.model, "test": args.test, "sentences": len(gold), "words": gold.n_words}
 
+    rng = random.Random(args.seed)
+    constraints = [gold_constraints(s, rng, args.arc_fraction) for s in gold]
+    if not args.speed_only:
+        demonstrate(parser, gold, constraints, results, args)
+    results["c_speed_tokens_per_s"] = measure_speed(parser, gold, constraints, args.reps)
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def demonstrate(parser, gold, constraints, results: dict, args) -> None:
+    """(a) and (b) of the module docstring, into ``results``."""
     imperative = [s for s in gold if is_imperative_like(s)]
     free = parser.parse(imperative)
     forced = parser.parse(imperative, constraints=[{"arcs": [[0, 1, "root"]]}] * len(imperative))
@@ -126,8 +141,6 @@ def main() -> int:
         "las_unconstrained": percent(las(imperative, free)), "las_constrained": percent(las(imperative, forced)),
         "violated": len(parser.constraint_report.violated)}
 
-    rng = random.Random(args.seed)
-    constraints = [gold_constraints(s, rng, args.arc_fraction) for s in gold]
     if args.write_jsonl:
         with open(args.write_jsonl, "w", encoding="utf-8") as handle:
             for sentence, c in zip(gold, constraints):
@@ -151,24 +164,22 @@ def main() -> int:
     with_spans = parse_quietly(parser, gold, spans_only)
     results["b_gold_spans_arcs"]["las_spans_only"] = percent(las(gold, with_spans))
 
+
+def measure_speed(parser, gold, constraints, reps: int) -> dict:
+    """(c): tokens/s with and without ``constraints``, interleaved, ``reps`` times each."""
     speeds: dict = {name: {"wall": [], "cpu": []} for name in ("unconstrained", "constrained")}
-    for _ in range(args.reps):
+    for _ in range(reps):
         for name, given in (("unconstrained", None), ("constrained", constraints)):
             wall, cpu = time.perf_counter(), time.process_time()
             parse_quietly(parser, gold, given) if given else parser.parse(gold)
             speeds[name]["wall"].append(gold.n_words / (time.perf_counter() - wall))
             speeds[name]["cpu"].append(gold.n_words / (time.process_time() - cpu))
-    results["c_speed_tokens_per_s"] = {
-        name: {clock: {"runs": [round(v) for v in values], "median": round(statistics.median(values))}
-               for clock, values in clocks.items()} for name, clocks in speeds.items()}
+    speed = {name: {clock: {"runs": [round(v) for v in values], "median": round(statistics.median(values))}
+                    for clock, values in clocks.items()} for name, clocks in speeds.items()}
     for clock in ("wall", "cpu"):
-        results["c_speed_tokens_per_s"][f"constrained_over_unconstrained_{clock}"] = round(
+        speed[f"constrained_over_unconstrained_{clock}"] = round(
             statistics.median(speeds["constrained"][clock]) / statistics.median(speeds["unconstrained"][clock]), 3)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
-    return 0
+    return speed
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ every non-final state after ``system.legal_actions(state)``; it returns the
 legal actions that keep the constraints satisfiable, never an empty list when
 the state is non-final; ``forced_label(head, dep)`` is the label a constrained
 arc must carry, or ``None``.  Both take O(1) per transition for arc-eager.
+With ``check_satisfiable=False`` (arc-eager, root at the end) the exact
+satisfiability run is left to the caller's own decoding, which is then the
+test: the filter returns an empty list, or the final state misses the
+constraints, iff no projective tree satisfies them (``kgparser.parser``
+then drops them, or raises, and decodes the sentence again without them).
 
 ``constrain(system, constraints, n)`` returns the underlying per-sentence
 :class:`ConstrainedSystem` (``system`` itself when there are no constraints),
@@ -91,7 +96,6 @@ from .errors import KgparserError
 from .transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT, ArcEager, ArcEagerState
 from .transitions.arc_hybrid import ArcHybrid
 from .transitions.base import NO_HEAD, ROOT, TransitionSystem
-from .transitions.trees import children
 
 OUTSIDE_OPTIONS = ("free", "root", "none")
 FREE, SPAN_ROOT_ONLY, NONE_OUTSIDE = OUTSIDE_OPTIONS
@@ -101,14 +105,14 @@ class ConstraintError(KgparserError):
     """Constraints that are malformed, inconsistent or unsatisfiable."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArcConstraint:
     head: int
     dep: int
     label: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpanConstraint:
     first: int
     last: int
@@ -257,18 +261,31 @@ class Constraints:
 def _rightmost_reached(heads: Sequence[int], own: Sequence[int]) -> list[int]:
     """For each word, the rightmost of ``own[w]`` over the words ``w`` of its
     subtree in the (acyclic) constraint forest ``heads``."""
-    n = len(heads) - 1
     reach = list(own)
-    kids = children(heads)
-    order, todo = [], [w for w in range(1, n + 1) if heads[w] in (NO_HEAD, ROOT)]
-    while todo:
-        word = todo.pop()
-        order.append(word)
-        todo.extend(kids[word])
-    for word in reversed(order):
-        for k in kids[word]:
-            reach[word] = max(reach[word], reach[k])
+    deps = [d for d in range(1, len(heads)) if heads[d] > 0]
+    depth = _depths(heads, deps)
+    for d in sorted(deps, key=depth.__getitem__, reverse=True):  # dependents before their heads
+        if reach[d] > reach[heads[d]]:
+            reach[heads[d]] = reach[d]
     return reach
+
+
+def _depths(heads: Sequence[int], deps: Sequence[int]) -> list[int]:
+    """Depth of each word in the (acyclic) constraint forest ``heads`` (``0``
+    for a word without a constrained head among words), found for ``deps``
+    and their ancestors, each word climbed once."""
+    depth = [-1] * len(heads)
+    for d in deps:
+        path, word = [], d
+        while depth[word] < 0 and heads[word] > 0:
+            path.append(word)
+            word = heads[word]
+        level = max(depth[word], 0)
+        depth[word] = level
+        for w in reversed(path):
+            level += 1
+            depth[w] = level
+    return depth
 
 
 def _covering_arc_ends(heads: Sequence[int]) -> list[int]:
@@ -278,19 +295,20 @@ def _covering_arc_ends(heads: Sequence[int]) -> list[int]:
     right lies at or before that end.  The arcs do not cross (checked), so
     one sweep with a stack of open arcs finds them."""
     n = len(heads) - 1
-    starting: list[list[int]] = [[] for _ in range(n + 2)]
-    for d in range(1, n + 1):
-        if heads[d] != NO_HEAD:
-            h = heads[d] or n + 1
-            starting[min(h, d)].append(max(h, d))
     ends = [n + 1] * (n + 1)
+    # (left end, -right end): from each position, the outer arcs are opened first
+    arcs = sorted((min(h, d), -max(h, d)) for d, h in ((d, heads[d] or n + 1) for d in range(1, n + 1)
+                                                         if heads[d] != NO_HEAD))
     open_ends: list[int] = []
+    next_arc = 0
     for w in range(1, n + 1):
         while open_ends and open_ends[-1] <= w:
             open_ends.pop()
         if open_ends:
             ends[w] = open_ends[-1]
-        open_ends.extend(sorted(starting[w], reverse=True))
+        while next_arc < len(arcs) and arcs[next_arc][0] == w:
+            open_ends.append(-arcs[next_arc][1])
+            next_arc += 1
     return ends
 
 
@@ -463,6 +481,36 @@ class ConstrainedArcEager(ConstrainedSystem):
         self.root_possible = self._possible_span_roots()
         self.cover_end = _covering_arc_ends(heads)
         self.outside_head_slots = self._count_outside_head_slots()
+        self._find_free_words()
+
+    def _find_free_words(self) -> None:
+        """Words for which the preconditions of an action hold whatever the
+        state, found once so that :meth:`allowed` spares the full checks in
+        most states (each list also has the root's entry, ``False``):
+
+        * ``shift_free[w]``: ``w`` is in no span, no constrained left dependent
+          of it waits, and it is not constrained to a head on its left, nor,
+          without a constrained head, is it under a constrained arc (it can
+          still take a head from the right);
+        * ``left_free[w]``: ``w`` is in no span and has no constrained head or
+          right dependent (it may leave the stack as a dependent of a word
+          outside every span);
+        * ``right_free[w]``: ``w`` is in no span, has no constrained head and
+          no constrained left dependent (it may take a head in no span);
+        * ``chain_free[w]``: a headless stack word ``w`` always has a possible
+          head to its right (its head is constrained, or it is in no span and
+          under no constrained arc): ``right`` may extend its chain."""
+        heads, left_dep, right_dep, span_of, cover = (self.required_head, self.leftmost_dep, self.rightmost_dep,
+                                                      self.span_of, self.cover_end)
+        n = self.n
+        words = range(1, n + 1)
+        outside = [False] + [span_of[w] < 0 for w in words]
+        no_left_deps = [False] + [not NO_HEAD < left_dep[w] < w for w in words]
+        self.shift_free = [False] + [outside[w] and no_left_deps[w] and (
+            heads[w] == ROOT or heads[w] > w or heads[w] == NO_HEAD and cover[w] > n) for w in words]
+        self.left_free = [False] + [outside[w] and heads[w] == NO_HEAD and right_dep[w] < w for w in words]
+        self.right_free = [False] + [outside[w] and heads[w] == NO_HEAD and no_left_deps[w] for w in words]
+        self.chain_free = [False] + [heads[w] != NO_HEAD or outside[w] and cover[w] > n for w in words]
 
     def _roots_from_arcs(self) -> list[int]:
         """Section 4: the designated root of each span fixed by the arcs (a
@@ -669,39 +717,73 @@ class ConstrainedArcEager(ConstrainedSystem):
         return self._may_push(state, b0, NO_HEAD)
 
     def allowed(self, state, legal: Sequence[str]) -> list[str]:
-        b0 = self.system.buffer_front(state)
+        """The ``legal`` actions whose preconditions hold, with the full checks
+        only where the words' static properties (:meth:`_find_free_words`) do
+        not already decide them: ``shift`` of a shift-free word, ``left`` of a
+        left-free word to a head in no span, ``right`` from a word in no span whose headless chain bottom is
+        chain-free to a right-free word, ``reduce`` of a word in no span whose
+        constrained dependents are attached."""
+        b = state.b
+        b0 = b if b <= self.n else ROOT
         s0 = state.stack[-1] if state.stack else NO_HEAD
-        ok = []
-        for action in legal:
+        span_of = self.span_of
+        ok = None  # the allowed actions so far, made only once one is refused
+        for i, action in enumerate(legal):
             if action == SHIFT:
-                good = self._shift_ok(state, b0)
+                good = self.shift_free[b0] or self._shift_ok(state, b0)
             elif action == LEFT:
-                good = self._left_ok(state, s0, b0)
+                good = self.left_free[s0] and span_of[b0] < 0 or self._left_ok(state, s0, b0)
             elif action == RIGHT:
-                good = self._right_ok(state, s0, b0)
+                good = (self.right_free[b0] and span_of[s0] < 0 and self.chain_free[state.chain[s0]]
+                        or self._right_ok(state, s0, b0))
             else:
-                good = self._reduce_ok(state, s0, b0)
-            if good:
-                ok.append(action)
-        return ok
+                good = span_of[s0] < 0 and self.rightmost_dep[s0] < b or self._reduce_ok(state, s0, b0)
+            if ok is not None:
+                if good:
+                    ok.append(action)
+            elif not good:
+                ok = list(legal[:i])
+        return list(legal) if ok is None else ok
 
     def apply(self, state, action: str, label: str | None = None) -> None:
-        b0 = self.system.buffer_front(state)
-        s0 = state.stack[-1] if state.stack else NO_HEAD
+        """The transition and its bookkeeping; a constrained arc gets its label
+        (:meth:`ConstrainedSystem.apply`, inlined: this runs once per transition)."""
+        b = state.b
+        b0 = b if b <= self.n else ROOT
+        stack = state.stack
+        s0 = stack[-1] if stack else NO_HEAD
+        span_of = self.span_of
         if action == SHIFT:
-            self._count_push(state, b0, NO_HEAD)
+            if span_of[b0] >= 0:
+                self._count_push(state, b0, NO_HEAD)
             state.chain[b0] = b0
             state.extent[b0] = self.reach_right[b0]
-        elif action == RIGHT:
-            self._count_push(state, b0, s0)
+            stack.append(b)
+            state.b = b + 1
+            return
+        if action == RIGHT:
+            if span_of[b0] >= 0:
+                self._count_push(state, b0, s0)
             chain = state.chain[b0] = state.chain[s0]
-            state.extent[chain] = self._chain_extent(state, chain, b0)
-            self._note_link(state, s0, b0)
+            if span_of[b0] >= 0:
+                state.extent[chain] = self._chain_extent(state, chain, b0)
+            elif self.reach_right[b0] > state.extent[chain]:
+                state.extent[chain] = self.reach_right[b0]
+            if span_of[s0] >= 0 or span_of[b0] >= 0:
+                self._note_link(state, s0, b0)
+            head, dep = s0, b0
         elif action == LEFT:
-            if self.span_of[s0] >= 0 and self.span_of[s0] == self._span(b0):
+            if span_of[s0] >= 0 and span_of[s0] == self._span(b0):
                 state.components -= 1
-            self._note_link(state, b0, s0)
-        super().apply(state, action, label)
+            if span_of[s0] >= 0 or self._span(b0) >= 0:
+                self._note_link(state, b0, s0)
+            head, dep = b0, s0
+        else:
+            self.system.apply(state, action, label)
+            return
+        if self.required_head[dep] == head:
+            label = self.required_label[dep] or label
+        self.system.apply(state, action, label)
 
     def _count_push(self, state, word: int, head: int) -> None:
         span = self.span_of[word]
@@ -742,7 +824,11 @@ class ConstrainedArcEager(ConstrainedSystem):
 
     def check_satisfiable(self) -> None:
         """One greedy run: the system is sound and complete, so it reaches a
-        final state meeting the constraints iff some projective tree does."""
+        final state meeting the constraints iff some projective tree does.
+        Disjoint spans alone (checked) always are: attach every span word to
+        its span's last word and the other words to the root."""
+        if not self.constraints.arcs:
+            return
         state = self.initial_state()
         while not self.is_final(state):
             legal = self.legal_actions(state)
@@ -766,15 +852,23 @@ def unsupported(system: TransitionSystem, *, spans: bool, arcs: bool) -> str | N
     return None
 
 
-def constrain(system: TransitionSystem, constraints: Constraints | None, n: int):
+def constrain(system: TransitionSystem, constraints: Constraints | None, n: int, *,
+              check_satisfiable: bool = True):
     """The per-sentence view of ``system`` restricted by ``constraints``
-    (checked first); ``system`` itself when there are none."""
+    (checked first); ``system`` itself when there are none.
+
+    ``check_satisfiable=False`` leaves out the satisfiability run for
+    :class:`ConstrainedArcEager` (every other check is made): its caller's own
+    run is then the exact test, stuck (no allowed action) or ending in a state
+    that misses the constraints (:meth:`ConstrainedSystem.satisfied_by`) iff no
+    projective tree satisfies them."""
     if not constraints:
         return system
     if isinstance(system, ArcEager) and system.root == "end":
         constraints.check_structure(n)  # then check() = this system's own satisfiability run
         constrained = ConstrainedArcEager(system, constraints, n, checked=True)
-        constrained.check_satisfiable()
+        if check_satisfiable:
+            constrained.check_satisfiable()
         return constrained
     constraints.check(n)
     reason = unsupported(system, spans=bool(constraints.spans), arcs=bool(constraints.arcs))
@@ -796,13 +890,21 @@ class ConstraintFilter:
     bookkeeping and reads the parser's state directly.
     """
 
-    def __init__(self, constrained: ConstrainedSystem):
+    def __init__(self, constrained: ConstrainedSystem, satisfiable_checked: bool = True):
         self.constrained = constrained
-        self.shadow = constrained.initial_state() if isinstance(constrained, ConstrainedArcEager) else None
+        #: False when the satisfiability run was left to the decoder (see :func:`constrain`)
+        self.satisfiable_checked = satisfiable_checked
+        #: whether the filter follows the parser's states in a shadow state
+        #: (made on the first call: a parser that lets ``constrained`` advance
+        #: its own states never needs it)
+        self.follows_states = isinstance(constrained, ConstrainedArcEager)
+        self.shadow = None
 
     def allowed_actions(self, state, legal: Sequence[str]) -> list[str]:
-        if self.shadow is None:
+        if not self.follows_states:
             return self.constrained.allowed(state, legal)
+        if self.shadow is None:
+            self.shadow = self.constrained.initial_state()
         self._follow(state)
         return self.constrained.allowed(self.shadow, legal)
 
@@ -826,11 +928,14 @@ class ConstraintFilter:
         self.constrained.apply(shadow, action, state.labels[dep])
 
 
-def constraint_filter(system: TransitionSystem, constraints: Constraints | None, n: int) -> ConstraintFilter | None:
+def constraint_filter(system: TransitionSystem, constraints: Constraints | None, n: int, *,
+                      check_satisfiable: bool = True) -> ConstraintFilter | None:
     """The decoding filter for one sentence (``None`` without constraints);
-    the constraints are checked first."""
-    constrained = constrain(system, constraints, n)
-    return None if constrained is system else ConstraintFilter(constrained)
+    the constraints are checked first (``check_satisfiable``: see :func:`constrain`)."""
+    constrained = constrain(system, constraints, n, check_satisfiable=check_satisfiable)
+    if constrained is system:
+        return None
+    return ConstraintFilter(constrained, check_satisfiable or not isinstance(constrained, ConstrainedArcEager))
 
 
 def read_constraints_jsonl(path: str) -> dict:

@@ -17,13 +17,16 @@ sentence: ``None``, a :class:`~kgparser.constraints.Constraints`, a dict in
 the JSON-lines shape (``{"arcs": [...], "spans": [...]}``), a callable
 ``f(state, legal_actions) -> allowed_actions`` or a :class:`DecodingConstraint`
 (which can also force the label of an arc).  Constraints are checked against
-their sentence first; ``on_bad_constraints="skip"`` drops (with a warning) the
-constraints of a sentence no tree satisfies instead of raising.  The decoder
-never falls back silently: a filter that allows none of the legal actions is
-a :class:`DecodingError`.
+their sentence first (whether some projective tree satisfies them is found
+by the decoding itself, which is the exact test, and the sentence decoded
+again without them when none does); ``on_bad_constraints="skip"`` drops
+(with a warning) the constraints of a sentence no tree satisfies instead of
+raising.  The decoder never falls back silently: a filter that allows none
+of the legal actions is a :class:`DecodingError`.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import warnings
@@ -97,7 +100,10 @@ class _SpanArcConstraint(DecodingConstraint):
     def __init__(self, constraints, constraint_filter):
         self.constraints = constraints
         self.filter = constraint_filter
-        if constraint_filter.shadow is not None:
+        #: the satisfiability of the constraints is left to the decoder's run (see ``_decode_batch``)
+        self.unchecked = not constraint_filter.satisfiable_checked
+        self.forced_label = constraint_filter.constrained.forced_label  # spares two calls per arc action
+        if constraint_filter.follows_states:
             # The decoder's states can carry the span bookkeeping themselves,
             # which spares the filter's shadow state (each transition applied once).
             self.state_system = constraint_filter.constrained
@@ -105,12 +111,11 @@ class _SpanArcConstraint(DecodingConstraint):
     def allowed_actions(self, state, legal_actions):
         if self.state_system is None:
             return self.filter.allowed_actions(state, legal_actions)
-        if len(legal_actions) == 1:  # checked satisfiable, so never stuck: the one action is allowed
+        if len(legal_actions) == 1:
+            # satisfiable, so never stuck: the one action is allowed (when
+            # unchecked, an unsatisfiable set then ends missing its constraints)
             return legal_actions
         return self.state_system.allowed(state, legal_actions)
-
-    def forced_label(self, head, dependent):
-        return self.filter.forced_label(head, dependent)
 
     def preferred_roots(self, top):
         """The word constrained to hang from the root, else the root dependents
@@ -194,9 +199,14 @@ def _break_cycles(heads: list[int]) -> None:
             color[p] = 2
 
 
-def decode(model: Model, sentences: Sequence, batch_size: int = 64,
-           constraints: Sequence | None = None) -> list[tuple[list[int], list[str | None]]]:
-    """Greedy parses (valid trees) of ``sentences``, in their order."""
+def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints: Sequence | None = None,
+           unsatisfiable: list | None = None) -> list[tuple[list[int], list[str | None]]]:
+    """Greedy parses (valid trees) of ``sentences``, in their order.
+
+    Constraints whose satisfiability was left to the decoder (filters made
+    with ``check_satisfiable=False``) that no tree satisfies are dropped and
+    their sentence decoded again without them: its position is appended to
+    ``unsatisfiable``, or, without that list, a :class:`ConstraintError` is raised."""
     results: list = [None] * len(sentences)
     order = sorted(range(len(sentences)), key=lambda i: sentences[i].n)
     network = model.network
@@ -207,10 +217,16 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64,
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
+                failed: list = []
                 try:
-                    states = _decode_batch(model, [sentences[i] for i in chosen], batch_constraints)
+                    states = _decode_batch(model, [sentences[i] for i in chosen], batch_constraints, failed)
                 except DecodingError as error:
                     raise DecodingError(chosen[error.index], error.problem) from None
+                for j in failed:
+                    if unsatisfiable is None:
+                        raise ConstraintError(f"sentence {chosen[j] + 1}: no projective tree satisfies "
+                                              f"its constraints")
+                    unsatisfiable.append(chosen[j])
                 for j, (i, state) in enumerate(zip(chosen, states)):
                     constraint = batch_constraints[j] if batch_constraints else None
                     results[i] = to_valid_tree(state.heads, state.labels,
@@ -220,7 +236,10 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64,
     return results
 
 
-def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -> list:
+def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, failed: list) -> list:
+    """Final states of a batch.  A sentence whose unchecked constraints prove
+    unsatisfiable (stuck, or a final state that misses them) is appended to
+    ``failed`` and restarts without them (``constraints`` is updated)."""
     system, network = model.system, model.network
     owners = [c.state_system if c is not None and c.state_system is not None else system
               for c in constraints] if constraints else [system] * len(sentences)
@@ -242,6 +261,9 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -
             if constraints and constraints[i] is not None:
                 allowed = constraints[i].allowed_actions(state, legal)
                 if not allowed:
+                    if getattr(constraints[i], "unchecked", False):
+                        states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
+                        continue
                     raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
                 legal = allowed
             if len(legal) == 1 and legal[0] not in arc_actions:
@@ -256,8 +278,30 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None) -
                                         [constraints[i] for i in scored] if constraints else None)
             for i, (action, label) in zip(scored, choices):
                 owners[i].apply(states[i], action, label)
-        live = [i for i in live if not system.is_final(states[i])]
+        if constraints:
+            live = [i for i in live if not system.is_final(states[i])
+                    or _restarted(system, sentences, i, states, owners, constraints, failed)]
+        else:
+            live = [i for i in live if not system.is_final(states[i])]
     return states
+
+
+def _restarted(system, sentences, i: int, states: list, owners: list, constraints: list, failed: list) -> bool:
+    """Whether the final state of sentence ``i`` misses its unchecked
+    constraints, which restarts the sentence without them."""
+    constraint = constraints[i]
+    if constraint is None or not getattr(constraint, "unchecked", False) \
+            or constraint.state_system.satisfied_by(states[i].heads):
+        return False
+    states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
+    return True
+
+
+def _restart_without_constraints(system, sentence, i: int, owners: list, constraints: list, failed: list):
+    """A fresh plain state for sentence ``i``, whose constraints are dropped."""
+    failed.append(i)
+    owners[i], constraints[i] = system, None
+    return system.initial_state(sentence.n)
 
 
 def _best_transitions(model: Model, hidden, states: list, legal_sets: list, constraints: list | None) -> list:
@@ -432,28 +476,35 @@ class Parser:
         """
         sentences = self._sentences(data, lenient)
         self.constraint_report = ConstraintReport()
-        entries = None
+        entries, unsatisfiable = None, []
         if constraints is not None:
-            entries = self.decoding_constraints(sentences, constraints, on_bad_constraints)
+            entries = self.decoding_constraints(sentences, constraints, on_bad_constraints,
+                                                defer_satisfiability=True)
         try:
-            trees = decode(self.model, sentences, self.batch_size, entries)
+            trees = decode(self.model, sentences, self.batch_size, entries, unsatisfiable)
         except DecodingError as error:
             raise DecodingError(error.index, error.problem,
                                 describe_sentence(sentences[error.index], error.index)) from None
+        for index in sorted(unsatisfiable):
+            self._drop_unsatisfiable(sentences[index], index, entries, on_bad_constraints)
         for index, (sentence, (heads, labels)) in enumerate(zip(sentences, trees)):
             sentence.set_tree(heads, labels)
             if entries is not None:
                 self._verify(sentence, index, _as_constraint(entries[index]), heads, labels)
         return sentences
 
-    def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error") -> list:
+    def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error", *,
+                             defer_satisfiability: bool = False) -> list:
         """One decoding constraint (or ``None``) per sentence from ``constraints``:
         a JSON-lines path, ``"misc"``, or a list with one entry per sentence
         (``None``, :class:`Constraints`, a JSON-lines dict, a callable or a
         :class:`DecodingConstraint`).  Span and arc constraints are checked
         against their sentence; a sentence they do not fit raises
         :class:`ConstraintError` naming it, or with ``on_bad_constraints="skip"``
-        is parsed without constraints after a :class:`ConstraintWarning`."""
+        is parsed without constraints after a :class:`ConstraintWarning`.
+        ``defer_satisfiability``: leave the exact satisfiability test to
+        :func:`decode` where it can make it (arc-eager, root at the end),
+        which then reports the unsatisfiable sets (as :meth:`parse` does)."""
         if on_bad_constraints not in ON_BAD_CONSTRAINTS:
             raise KgparserError(f"on_bad_constraints: expected one of {ON_BAD_CONSTRAINTS}, "
                                 f"got {on_bad_constraints!r}")
@@ -467,7 +518,8 @@ class Parser:
                     raise entry
                 if isinstance(entry, Constraints):
                     _check_single_root(entry)
-                    entry = constraint_filter(self.system, entry, sentence.n)
+                    entry = constraint_filter(self.system, entry, sentence.n,
+                                              check_satisfiable=not defer_satisfiability)
                     report.constrained += entry is not None
             except ConstraintError as error:
                 message = f"{describe_sentence(sentence, index)}: {error}"
@@ -479,6 +531,21 @@ class Parser:
                 entry = None
             entries.append(entry)
         return entries
+
+    def _drop_unsatisfiable(self, sentence, index: int, entries: list, on_bad_constraints: str) -> None:
+        """The decoder found that no tree satisfies this sentence's constraints
+        and parsed it without them: raise, or warn and report."""
+        report = self.constraint_report
+        message = (f"{describe_sentence(sentence, index)}: {entries[index].constrained.constraints.where}: "
+                   f"no projective tree satisfies these constraints")
+        if on_bad_constraints == "error":
+            raise ConstraintError(message)
+        warnings.warn(f"constraints dropped: {message}", ConstraintWarning, stacklevel=3)
+        at = bisect.bisect(report.skipped_sentences, index)
+        report.skipped.insert(at, message)
+        report.skipped_sentences.insert(at, index)
+        report.constrained -= 1
+        entries[index] = None
 
     def _check_supported(self, constraints: list) -> None:
         reason = unsupported(self.system, spans=any(c.spans for c in constraints),

@@ -1,4 +1,5 @@
 import functools
+import itertools
 import json
 import random
 
@@ -124,7 +125,7 @@ def test_every_span_option_on_a_whole_sentence_span():
 
 def test_random_constraint_sets_are_rejected_exactly_when_no_tree_satisfies_them():
     rng = random.Random(1)
-    rejected = accepted = 0
+    rejected = accepted = structural_passes = 0
     for _ in range(250):
         n = rng.randint(1, 5)
         arcs = []
@@ -149,7 +150,52 @@ def test_random_constraint_sets_are_rejected_exactly_when_no_tree_satisfies_them
             with pytest.raises(ConstraintError, match="test sentence 7"):
                 constraints.check(n)
             rejected += 1
-    assert rejected > 20 and accepted > 20
+            try:
+                unchecked = constrain(EAGER_END, constraints, n, check_satisfiable=False)
+            except ConstraintError:
+                continue  # found by the structural checks
+            structural_passes += 1
+            assert not runs_meeting_constraints(unchecked, n)
+    assert rejected > 20 and accepted > 20 and structural_passes >= 2
+
+
+def runs_meeting_constraints(csys, n) -> set:
+    """Trees of the computations of ``csys`` that end meeting its constraints
+    (runs that get stuck end nowhere)."""
+    trees, seen, todo = set(), set(), [csys.initial_state(n)]
+    while todo:
+        state = todo.pop()
+        if state.key() in seen:
+            continue
+        seen.add(state.key())
+        if csys.is_final(state):
+            if csys.satisfied_by(state.heads):
+                trees.add(tuple(state.heads[1:]))
+            continue
+        for action in csys.legal_actions(state):
+            nxt = state.copy()
+            csys.apply(nxt, action, "free")
+            todo.append(nxt)
+    return trees
+
+
+def test_decoding_runs_find_every_unsatisfiable_arc_set():
+    """The parser leaves the satisfiability run out (``check_satisfiable=False``)
+    and lets its own decoding be the test: every arc set on up to 4 words that
+    passes the structural checks but no tree satisfies (word 2 under 3 -> 1 and
+    over 3 is the smallest) makes every run get stuck or miss the arcs."""
+    unsatisfiable = 0
+    for n in range(1, 5):
+        for heads in itertools.product(*[[NO_HEAD] + [h for h in range(n + 1) if h != d] for d in range(1, n + 1)]):
+            arcs = [(h, d, None) for d, h in enumerate(heads, 1) if h != NO_HEAD]
+            try:
+                unchecked = constrain(EAGER_END, Constraints(arcs), n, check_satisfiable=False)
+            except ConstraintError:
+                continue
+            if not expected(n, arcs, []):
+                unsatisfiable += 1
+                assert not runs_meeting_constraints(unchecked, n), arcs
+    assert unsatisfiable > 20
 
 
 @pytest.mark.parametrize("system", [get_system("arc-eager"), get_system("arc-eager", root="end"),

@@ -146,6 +146,29 @@ def test_bad_constraints_error_or_skip(eager_end):
         parser.parse(sentences, constraints=bad, on_bad_constraints="ignore")
 
 
+def test_unsatisfiable_sets_found_while_decoding(eager_end):
+    """Word 2 can only hang from 1 or 3 (both below it) or cross 3 -> 1: every
+    check but the exact one passes, which the decoder's own run makes."""
+    parser = Parser.load(eager_end, batch_size=2)
+    tokens = [["w1", "w2", "w3"], ["w4", "w5"], ["w6", "w7", "w8"]]
+    unsatisfiable = {"arcs": [[3, 1], [2, 3]]}
+    Constraints(unsatisfiable["arcs"]).check_structure(3)
+    with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
+        parser.parse(tokens, constraints=[None, {"arcs": [[0, 2]]}, unsatisfiable])
+    sentences = Parser._sentences(tokens, lenient=False)
+    with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
+        parser.decoding_constraints(sentences, [None, None, unsatisfiable])
+    with pytest.warns(ConstraintWarning, match="sentence 3: .*no projective tree"):
+        parsed = parser.parse(tokens, constraints=[{"arcs": [[0, 1]]}, None, unsatisfiable],
+                              on_bad_constraints="skip")
+    report = parser.constraint_report
+    assert report.skipped_sentences == [2] and report.constrained == 1 and not report.violated
+    assert parsed[0].heads[1] == 0 and parsed[2].heads == parser.parse(tokens)[2].heads
+    filters = parser.decoding_constraints(sentences, [None, None, unsatisfiable], defer_satisfiability=True)
+    with pytest.raises(ConstraintError, match="sentence 3: no projective tree"):
+        decode(parser.model, sentences, constraints=filters)
+
+
 def test_unsupported_systems_are_refused(hybrid):
     parser = Parser.load(hybrid)
     tokens = [["w1", "w2", "w3"]]
