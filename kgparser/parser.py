@@ -26,6 +26,9 @@ of the legal actions is a :class:`DecodingError`.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+
 import bisect
 import math
 import os
@@ -199,6 +202,21 @@ def _break_cycles(heads: list[int]) -> None:
             color[p] = 2
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while decoding: the decoder
+    allocates many short-lived acyclic objects (states, lists) that reference
+    counting frees anyway, and the full collections they trigger cost up to a
+    sixth of the parse time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints: Sequence | None = None,
            unsatisfiable: list | None = None) -> list[tuple[list[int], list[str | None]]]:
     """Greedy parses (valid trees) of ``sentences``, in their order.
@@ -213,7 +231,7 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
     was_training = network.training
     network.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _collector_paused():
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
