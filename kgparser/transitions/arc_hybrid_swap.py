@@ -52,7 +52,7 @@ from typing import Sequence
 
 from ..errors import KgparserError
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import NO_HEAD, ROOT, State, TransitionSystem, stack_top
 from .trees import children, projective_order
 
 SHIFT, LEFT, RIGHT, SWAP = "shift", "left", "right", "swap"
@@ -174,14 +174,7 @@ class ArcHybridSwap(TransitionSystem):
         raise ValueError(f"{action!r} builds no arc")
 
     def features(self, state: ArcHybridSwapState) -> list[int]:
-        stack = state.stack
-        depth = len(stack)
-        return [
-            stack[-1],
-            stack[-2] if depth > 1 else NO_HEAD,
-            stack[-3] if depth > 2 else NO_HEAD,
-            state.buffer[-1] if state.buffer else NO_HEAD,
-        ]
+        return [*stack_top(state.stack, 3), state.buffer[-1] if state.buffer else NO_HEAD]
 
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         """Every tree; with a swap bound, the trees whose static-oracle

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import register
 from ._arc_standard_dp import ProjectiveReduction, WordChart, best_gold_arcs, gold_weights
-from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem
+from .base import ROOT, StackBufferState, TransitionSystem, stack_top
 from .trees import children, descendant_spans, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
@@ -86,14 +86,7 @@ class ArcStandard(TransitionSystem):
         raise ValueError(f"{action!r} builds no arc")
 
     def features(self, state: StackBufferState) -> list[int]:
-        stack = state.stack
-        depth = len(stack)
-        return [
-            stack[-1],
-            stack[-2] if depth > 1 else NO_HEAD,
-            stack[-3] if depth > 2 else NO_HEAD,
-            state.b if state.b < len(state.heads) else NO_HEAD,
-        ]
+        return [*stack_top(state.stack, 3), state.b0()]
 
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_projective(gold_heads)

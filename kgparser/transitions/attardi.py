@@ -33,7 +33,7 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, OverBudget, future_loss, reduced_buffer
-from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem
+from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem, stack_top
 from .trees import children, depths
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -97,11 +97,7 @@ class Attardi(TransitionSystem):
         return _arc(state.stack, action)
 
     def features(self, state: StackBufferState) -> list[int]:
-        stack = state.stack
-        depth = len(stack)
-        return [stack[-i] if depth >= i else NO_HEAD for i in range(1, 5)] + [
-            state.b if state.b < len(state.heads) else NO_HEAD
-        ]
+        return [*stack_top(state.stack, 4), state.b0()]
 
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         """Whether the parser derives this tree: the eager static oracle

@@ -92,6 +92,17 @@ class StackBufferState(State):
     def key(self) -> tuple:
         return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
+    def b0(self) -> int:
+        """The first buffer word, ``-1`` when the buffer is empty."""
+        return self.b if self.b < len(self.heads) else NO_HEAD
+
+
+def stack_top(stack: Sequence[int], depth: int) -> list[int]:
+    """The ``depth`` topmost stack items, top first, ``-1`` below the bottom
+    (the stack positions s0, s1, ... that the model reads)."""
+    size = len(stack)
+    return [stack[-k] if k <= size else NO_HEAD for k in range(1, depth + 1)]
+
 
 def resolved_heads(heads: Sequence[int]) -> list[int]:
     """Heads of a final state, with every headless word attached to the root."""
