@@ -174,8 +174,8 @@ def _combine(left: dict, right: dict, out: dict, gold_pos: list[int], doomed: li
     head.  Returns the number of item pairs tried.
 
     The four reductions are written out in full rather than through a helper:
-    this is the innermost loop of the oracle, and a call per item pair
-    doubled its time.
+    this is the innermost loop of the oracle, where a Python call per item
+    pair would be a large part of the work.
     """
     work = 0
     for h1, pairs in left.items():
