@@ -8,8 +8,8 @@ import pytest
 from harness import assert_static_oracle_builds, assert_zero_cost_paths_reach_gold, coverage
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
-from kgparser.transitions.base import NO_HEAD, hamming_loss
-from kgparser.transitions.checking import successor
+from kgparser.transitions.base import NO_HEAD
+from kgparser.transitions.checking import ExactLoss, OracleReport, check_state_costs, successor
 from kgparser.transitions.trees import all_trees, find_cycle, is_projective, random_tree
 
 EAGER = get_system("arc-hybrid-swap")
@@ -53,64 +53,39 @@ def trainer_states(system, gold):
     return list(seen.values())
 
 
-class StaticSwapLoss:
+def static_swap_loss(system, gold):
     """Brute-force loss when swaps follow the static oracle (taken exactly
     where it swaps), the other actions being free: the system the
     static-dynamic oracle prices."""
+    static = system.static_oracle(gold)
 
-    def __init__(self, system, gold):
-        self.system, self.gold = system, gold
-        self.static = system.static_oracle(gold)
-        self.memo = {}
-
-    def moves(self, state):
-        legal = self.system.legal_actions(state)
-        if "swap" in legal and self.static.next_action(state) == "swap":
+    def moves(state):
+        legal = system.legal_actions(state)
+        if "swap" in legal and static.next_action(state) == "swap":
             return ["swap"]
         return [a for a in legal if a != "swap"]
 
-    def __call__(self, state):
-        key = state.key()
-        if key not in self.memo:
-            if self.system.is_final(state):
-                self.memo[key] = hamming_loss(state.heads, self.gold)
-            else:
-                self.memo[key] = min(self(successor(self.system, state, a)) for a in self.moves(state))
-        return self.memo[key]
+    return ExactLoss(system, gold, moves)
 
 
 def check_static_dynamic_oracle(system, gold, *, exact):
     """Problems of the static-dynamic oracle on every trainer state for ``gold``."""
     oracle = system.dynamic_oracle(gold)
-    truth = StaticSwapLoss(system, gold)
-    problems = []
+    truth = static_swap_loss(system, gold) if exact else None
+    report = OracleReport()
     for state in trainer_states(system, gold):
         if system.is_final(state):
             continue
-        where = f"gold={gold} state={state.key()}"
-        before = state.key()
-        costs = oracle.costs(state)
-        legal = system.legal_actions(state)
-        if state.key() != before:
-            problems.append(f"costs() changed the state; {where}")
-        if set(costs) != set(legal):
-            problems.append(f"keys {sorted(costs)} != legal {sorted(legal)}; {where}")
+        costs = check_state_costs(system, oracle, state, gold, report, truth)
+        if costs is None:
             continue
-        if any(not isinstance(c, int) or c < 0 for c in costs.values()):
-            problems.append(f"bad costs {costs}; {where}")
-        if min(costs.values()) != 0:
-            problems.append(f"no zero-cost action: {costs}; {where}")
+        where = f"gold={gold} state={state.key()}"
         if costs.get("swap") == 0:
             if any(c < 1 for a, c in costs.items() if a != "swap"):
-                problems.append(f"a swap state prices another action at 0: {costs}; {where}")
+                report.fail(f"a swap state prices another action at 0: {costs}; {where}")
         elif costs.get("swap", 1) < 1:
-            problems.append(f"swap is free where the static oracle does not swap: {costs}; {where}")
-        if exact:
-            base = truth(state)
-            true = {a: truth(successor(system, state, a)) - base for a in truth.moves(state)}
-            if any(costs[a] != c for a, c in true.items()):
-                problems.append(f"costs {costs} != static-swap costs {true}; {where}")
-    return problems
+            report.fail(f"swap is free where the static oracle does not swap: {costs}; {where}")
+    return report.problems
 
 
 # --- the system -------------------------------------------------------------------------------
