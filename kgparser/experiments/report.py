@@ -16,6 +16,7 @@ Seeds in the comparisons (``report.seeds``):
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -335,7 +336,7 @@ def _json(grid: Grid, configs: list[Configuration], comparisons) -> dict:
                 "nonprojective": vars(c.pooled_counts("nonprojective")),
                 "by_length": {b: vars(v) for b, v in c.pooled_by_length().items()}}
 
-    return {"grid": str(grid.path), "name": grid.name, "test": grid.report.test, "samples": grid.report.samples,
+    return {"grid": grid.path.name, "name": grid.name, "test": grid.report.test, "samples": grid.report.samples,
             "seeds": grid.report.seeds, "alpha": grid.report.alpha,
             "configurations": [config_data(c) for c in configs],
             "comparisons": [{"name": comparison.name, "rows": [
@@ -355,7 +356,8 @@ def write_report(grid: Grid, results: list[RunResult], output: Path | None = Non
     if grid.description:
         lines += [grid.description.strip(), ""]
     lines += [f"Grid `{grid.path.name}`, base config `{grid.base.name}`; {finished} of {len(results)} runs "
-              f"finished (runs under `{grid.output_root}`).", ""]
+              f"finished (runs under `{os.path.relpath(grid.output_root, grid.path.parent)}`, "
+              f"relative to the grid file).", ""]
     unfinished = [r.run.name for r in results if r.status != "finished"]
     if unfinished:
         lines += [f"Not finished ({len(unfinished)}): " + ", ".join(f"`{n}`" for n in unfinished[:20])

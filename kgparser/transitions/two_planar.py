@@ -57,14 +57,18 @@ Dynamic oracle (:class:`TwoPlanarDynamicOracle`).  Section 3: the loss of a
 configuration relative to the canonical assignment is
 ``|U1 ∪ U2| + nc(A ∪ I1 ∪ I2)``: gold arcs not yet built in their plane that are
 individually unreachable, plus the cycles that the arcs built so far and the
-individually reachable gold arcs form.  Costs are loss differences, each loss
-computed in O(n); ``switch`` costs the least loss after the action the next
-state is forced to take (section 3, the corrected Switch cost), and in a state
-just reached by ``switch`` the costs are taken against the least of the
-remaining actions, so that they are exact for the parser with the control
-constraint.  Option ``regularize_switch`` (default ``True``, as in the paper's
-training) adds section 3's "Regularization": see
-:meth:`TwoPlanarDynamicOracle.costs`.
+individually reachable gold arcs form.  Costs are loss differences, computed
+without evaluating any loss in full: an action changes the loss only at the
+few words whose arcs it builds or makes unreachable and on the cycles through
+them (see :class:`TwoPlanarDynamicOracle`).  Finding those cycles follows
+gold heads from tree root to tree root, O(n) at worst but a few steps in
+practice, so the time per call hardly grows with the sentence.  ``switch``
+costs the least loss change after the action the next state is forced to
+take (section 3, the corrected Switch cost), and in a state just reached by
+``switch`` the costs are taken against the least of the remaining actions, so
+that they are exact for the parser with the control constraint.  Option
+``regularize_switch`` (default ``True``, as in the paper's training) adds
+section 3's "Regularization": see :meth:`TwoPlanarDynamicOracle.costs`.
 
 Features (2018, section 4.2): the top three words of the active stack, the
 first buffer word and the top two words of the inactive stack:
@@ -72,6 +76,7 @@ first buffer word and the top two words of the inactive stack:
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Sequence
 
 from . import register
@@ -343,15 +348,12 @@ def _colour_component(graph: dict[int, list[int]], plane: list[int], start: int,
 
 class _CanonicalGold:
     """A gold tree reduced to a 2-planar subset, with its canonical planes:
-    ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent,
-    ``dropped`` (how many word-to-word arcs were removed) and ``ending_at[b]``:
-    the gold arcs ``(x, b)`` with ``x < b``, nearest first."""
+    ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent and
+    ``ending_at[b]``: the gold arcs ``(x, b)`` with ``x < b``, nearest first."""
 
     def __init__(self, gold_heads: Sequence[int]):
-        self.gold = list(gold_heads)
         self.heads = two_planar_subset(gold_heads)
         self.plane = canonical_planes(self.heads)
-        self.dropped = sum(1 for d in range(1, len(gold_heads)) if self.heads[d] != gold_heads[d])
         n = len(gold_heads) - 1
         self.ending_at: list[list[int]] = [[] for _ in range(n + 2)]
         for d in word_arcs(self.heads):
@@ -395,80 +397,43 @@ class TwoPlanarStaticOracle:
 
 class TwoPlanarDynamicOracle:
     """Fernández-González & Gómez-Rodríguez (2018), section 3: costs relative
-    to the canonical plane assignment, each loss in O(n).
+    to the canonical plane assignment.
 
-    A gold arc ``x -> y`` of plane ``i`` (span ``lo < hi``) not built in plane
-    ``i`` is individually unreachable when ``hi`` has left the buffer, or
-    ``lo`` has left the buffer and is not on stack ``i``, or its dependent
-    already has a head (in any plane, the right head included: an arc built
-    in the wrong plane counts as lost), or its head is in the dependent's
-    tree (acyclicity).  A gold root word is lost when it has a head.  The
-    loss adds one per cycle of the built arcs plus the reachable gold arcs
-    (in-degree one, so cycles are found by following heads)."""
+    The loss is ``|U1 ∪ U2| + nc(A ∪ I1 ∪ I2)``.  A gold arc ``x -> y`` of
+    plane ``i`` (span ``lo < hi``) not built in plane ``i`` is individually
+    unreachable when ``hi`` has left the buffer, or ``lo`` has left the
+    buffer and is not on stack ``i``, or its dependent already has a head (in
+    any plane, the right head included: an arc built in the wrong plane
+    counts as lost), or its head is in the dependent's tree (acyclicity).  A
+    gold root word is lost when it has a head.  The graph of the built arcs
+    plus the reachable gold arcs has in-degree one, so its cycles are found
+    by following heads.
+
+    An action's cost is the change of that loss, found where the action can
+    change it; no loss is evaluated in full.  ``shift`` and ``reduce`` build
+    nothing and only make gold arcs unreachable (:func:`_unreachable_change`);
+    ``left`` and ``right`` build one arc, which changes the loss only at its
+    dependent and at the root of its head's tree (:func:`_arc_change`).
+    ``switch`` and the state just reached by ``switch`` are handled as in
+    :meth:`costs`."""
 
     def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True):
         self.canon = _CanonicalGold(gold_heads)
         self.regularize_switch = regularize_switch
-
-    # -- the loss of a configuration, or of the one an action leads to ------
-
-    def _loss(self, state: TwoPlanarState, on_stack, first: int, popped: tuple[int, int] | None,
-              arc: tuple[int, int, int] | None) -> int:
-        """Loss of ``state`` changed by: buffer starting at ``first`` (``b + 1``
-        after a shift, which also puts ``b`` on both stacks), ``popped`` =
-        ``(plane, word)`` removed from that stack, ``arc`` = ``(head, dep,
-        plane)`` added."""
-        canon = self.canon
-        gold, gplane = canon.heads, canon.plane
-        heads, built = state.heads, state.plane
-        b = state.b
-        n = len(heads) - 1
-        if arc is not None:
-            heads = heads[:]
-            built = built[:]
-            heads[arc[1]] = arc[0]
-            built[arc[1]] = arc[2]
-        roots = _forest_roots(heads)
-        up = [NO_HEAD] * (n + 1)
-        lost = canon.dropped
-        for d in range(1, n + 1):
-            g, h = gold[d], heads[d]
-            if h != NO_HEAD:
-                up[d] = h
-                if g == ROOT or (g != NO_HEAD and (h != g or built[d] != gplane[d])):
-                    lost += 1
-                continue
-            if g == ROOT or g == NO_HEAD:
-                continue
-            p = gplane[d]
-            lo, hi = (g, d) if g < d else (d, g)
-            if (hi < first or roots[g] == d
-                    or (lo < b and (not on_stack[p][lo] or popped == (p, lo)))):
-                lost += 1
-            else:
-                up[d] = g
-        return lost + _count_cycles(up)
-
-    def _successor_losses(self, state: TwoPlanarState, stack_index: int, on_stack) -> dict[str, int]:
-        """Loss after each of ``shift``, ``left``, ``right``, ``reduce`` taken
-        with stack ``stack_index`` active (only the legal ones)."""
-        heads, b = state.heads, state.b
-        losses = {SHIFT: self._loss(state, on_stack, b + 1, None, None)}
-        stack = state.stacks[stack_index]
-        if stack:
-            s0 = stack[-1]
-            if heads[s0] == NO_HEAD and _tree_root(heads, b) != s0:
-                losses[LEFT] = self._loss(state, on_stack, b, None, (b, s0, stack_index))
-            if heads[b] == NO_HEAD and _tree_root(heads, s0) != b:
-                losses[RIGHT] = self._loss(state, on_stack, b, None, (s0, b, stack_index))
-            losses[REDUCE] = self._loss(state, on_stack, b, (stack_index, s0), None)
-        return losses
+        heads = self.canon.heads
+        # starting_at[w]: the gold arcs (by dependent) whose left end is w
+        self.starting_at: list[list[int]] = [[] for _ in range(len(heads))]
+        for d in word_arcs(heads):
+            self.starting_at[min(d, heads[d])].append(d)
 
     def costs(self, state: TwoPlanarState) -> dict[str, int]:
-        """Cost of each legal action.  ``switch`` costs the least loss after
-        the action forced next, minus the present loss (2018, section 3).  In a
-        state just reached by ``switch`` the present loss is the least loss
-        after one of the remaining actions.
+        """Cost of each legal action.  ``switch`` costs the least loss change
+        after the action forced next, that is, after ``shift``, ``left``,
+        ``right`` or ``reduce`` taken with the other stack active (2018,
+        section 3: a switch itself changes no loss).  In a state just reached
+        by ``switch`` the costs are taken against the least change of the
+        remaining actions, so that they are exact for the parser with the
+        control constraint.
 
         With ``regularize_switch`` (2018, section 3, "Regularization": a term
         for the length of the transition sequence, which "amounts to
@@ -479,83 +444,177 @@ class TwoPlanarDynamicOracle:
         ``b0`` and a word on its stack, and the other plane has one.  A switch
         that delays nothing the other plane needs only lengthens the
         sequence, so it is penalized as well."""
-        n1 = len(state.heads)
-        on_stack = (_membership(state.stacks[0], n1), _membership(state.stacks[1], n1))
-        active = state.active
-        losses = self._successor_losses(state, active, on_stack)
+        now = _Outlook(self.canon, state)
+        shift = self._shift_change(state, now)
+        changes = self._stack_changes(state, state.active, now, shift)
         if state.switched:
-            base = min(losses.values())
-            return {a: loss - base for a, loss in losses.items()}
-        base = self._loss(state, on_stack, state.b, None, None)
-        costs = {a: loss - base for a, loss in losses.items()}
-        forced = self._successor_losses(state, 1 - active, on_stack)
-        costs[SWITCH] = min(forced.values()) - base
-        if self.regularize_switch and not self._switch_needed(state, on_stack):
-            costs[SWITCH] += 1
-        return costs
+            least = min(changes.values())
+            return {a: change - least for a, change in changes.items()}
+        forced = self._stack_changes(state, 1 - state.active, now, shift)
+        changes[SWITCH] = min(forced.values())
+        if self.regularize_switch and not self._switch_needed(state, now):
+            changes[SWITCH] += 1
+        return changes
 
-    def _switch_needed(self, state: TwoPlanarState, on_stack) -> bool:
-        return (not self._has_work(state, state.active, on_stack)
-                and self._has_work(state, 1 - state.active, on_stack))
+    def _shift_change(self, state: TwoPlanarState, now: "_Outlook") -> int:
+        """Loss change of ``shift``: ``b0`` leaves the buffer (onto both
+        stacks), so the gold arcs between it and an earlier word that are not
+        built yet become unreachable."""
+        return _unreachable_change(now, self.canon.ending_at[state.b])
 
-    def _has_work(self, state: TwoPlanarState, plane: int, on_stack) -> bool:
+    def _stack_changes(self, state: TwoPlanarState, plane: int, now: "_Outlook", shift: int) -> dict[str, int]:
+        """Loss change of ``shift`` (given) and of each legal ``left``,
+        ``right`` and ``reduce`` taken with stack ``plane`` active.
+        ``reduce`` makes the gold arcs of ``plane`` that start at the popped
+        word unreachable."""
+        changes = {SHIFT: shift}
+        stack = state.stacks[plane]
+        if not stack:
+            return changes
+        canon, heads, b = self.canon, state.heads, state.b
+        s0 = stack[-1]
+        top_of_b, top_of_s0 = now.root(b), now.root(s0)
+        if heads[s0] == NO_HEAD and top_of_b != s0:
+            changes[LEFT] = _arc_change(now, _Outlook(canon, state, arc=(b, s0, plane)), s0, top_of_b)
+        if heads[b] == NO_HEAD and top_of_s0 != b:
+            changes[RIGHT] = _arc_change(now, _Outlook(canon, state, arc=(s0, b, plane)), b, top_of_s0)
+        gplane = canon.plane
+        changes[REDUCE] = _unreachable_change(now, [d for d in self.starting_at[s0] if gplane[d] == plane])
+        return changes
+
+    def _switch_needed(self, state: TwoPlanarState, now: "_Outlook") -> bool:
+        return (not self._has_work(state, state.active, now)
+                and self._has_work(state, 1 - state.active, now))
+
+    def _has_work(self, state: TwoPlanarState, plane: int, now: "_Outlook") -> bool:
         """Some gold arc ``(x, b0)`` of ``plane`` with ``x`` on that plane's
         stack is not built and still individually reachable."""
-        gold, gplane = self.canon.heads, self.canon.plane
-        heads, b = state.heads, state.b
-        for d in self.canon.ending_at[b]:
-            if gplane[d] != plane or heads[d] != NO_HEAD:
-                continue
-            g = gold[d]
-            lo = min(g, d)
-            if on_stack[plane][lo] and _tree_root(heads, g) != d:
-                return True
-        return False
+        gplane = self.canon.plane
+        return any(gplane[d] == plane and now.target(d) != NO_HEAD for d in self.canon.ending_at[state.b])
 
 
-def _membership(stack: Sequence[int], size: int) -> bytearray:
-    flags = bytearray(size)
-    for w in stack:
-        flags[w] = 1
-    return flags
+def _unreachable_change(now: "_Outlook", arcs: Sequence[int]) -> int:
+    """Loss change of an action that builds nothing and makes the gold arcs
+    into ``arcs`` (dependents) unreachable unless built, and nothing else
+    (trees stay as they are): each one still reachable now is lost, and the
+    graph ``A ∪ I1 ∪ I2`` loses it, which breaks the cycles through it (each
+    through its dependent, a tree root) and makes no new one."""
+    gone = [d for d in arcs if now.target(d) != NO_HEAD]
+    return len(gone) - now.cycles_through(gone)
 
 
-def _forest_roots(heads: Sequence[int]) -> list[int]:
-    """``roots[w]``: the headless word at the top of ``w``'s tree (acyclic heads)."""
-    n = len(heads) - 1
-    roots = [NO_HEAD] * (n + 1)
-    for start in range(n + 1):
-        if roots[start] != NO_HEAD:
-            continue
-        path = []
-        w = start
-        while roots[w] == NO_HEAD and heads[w] != NO_HEAD:
-            path.append(w)
-            w = heads[w]
-        top = w if roots[w] == NO_HEAD else roots[w]
-        roots[w] = top
-        for p in path:
-            roots[p] = top
-    return roots
+def _arc_change(now: "_Outlook", after: "_Outlook", dep: int, top: int) -> int:
+    """Loss change of building the arc into the headless ``dep`` (``after``)
+    whose head's tree has root ``top``.  Only ``dep``'s own arc changes its
+    status (built right, or lost), and only ``top`` can now have its gold
+    head in its own tree (acyclicity).  Every other tree root keeps its edge
+    in ``A ∪ I1 ∪ I2``, except that the edges into ``dep``'s tree now reach
+    ``top``, whose tree absorbs it; so the cycles that disappear or appear
+    are those through ``dep`` or ``top``."""
+    words = (dep, top)
+    lost = sum(after.lost(d) - now.lost(d) for d in words)
+    return lost + after.cycles_through(words) - now.cycles_through(words)
 
 
-def _count_cycles(up: Sequence[int]) -> int:
-    """Cycles of a graph where each node has at most one parent ``up[node]``
-    (:data:`NO_HEAD` for none; node 0 has none)."""
-    n = len(up)
-    state = bytearray(n)  # 0 unseen, 1 on the current walk, 2 done
-    cycles = 0
-    for start in range(1, n):
-        if state[start]:
-            continue
-        walk = []
-        w = start
-        while w != NO_HEAD and w != ROOT and not state[w]:
-            state[w] = 1
-            walk.append(w)
-            w = up[w]
-        if w != NO_HEAD and w != ROOT and state[w] == 1:
-            cycles += 1
-        for v in walk:
-            state[v] = 2
-    return cycles
+class _Outlook:
+    """What the loss of a configuration depends on, for the configuration
+    itself or the one an action leads to (without building it): the buffer
+    starts at ``first`` (``b + 1`` after a shift, which puts ``b`` on both
+    stacks), ``popped = (plane, word)`` has left that stack, ``arc = (head,
+    dep, plane)`` has been built.  Stacks hold words in increasing order, so
+    membership is a binary search."""
+
+    __slots__ = ("gold", "gplane", "heads", "plane", "stacks", "b", "first",
+                 "popped_plane", "popped", "arc_head", "arc_dep", "arc_plane", "_targets")
+
+    def __init__(self, canon: _CanonicalGold, state: TwoPlanarState, *, first: int | None = None,
+                 popped: tuple[int, int] = (NO_PLANE, NO_HEAD),
+                 arc: tuple[int, int, int] = (NO_HEAD, NO_HEAD, NO_PLANE)):
+        self.gold, self.gplane = canon.heads, canon.plane
+        self.heads, self.plane, self.stacks, self.b = state.heads, state.plane, state.stacks, state.b
+        self.first = state.b if first is None else first
+        self.popped_plane, self.popped = popped
+        self.arc_head, self.arc_dep, self.arc_plane = arc
+        self._targets: dict[int, int] = {}
+
+    def root(self, word: int) -> int:
+        """The headless word at the top of ``word``'s tree."""
+        heads, dep = self.heads, self.arc_dep
+        while True:
+            head = heads[word]
+            if head == NO_HEAD:
+                if word != dep:
+                    return word
+                head = self.arc_head
+            word = head
+
+    def _on_stack(self, plane: int, word: int) -> bool:
+        if word == self.popped and plane == self.popped_plane:
+            return False
+        stack = self.stacks[plane]
+        at = bisect_left(stack, word)
+        return at < len(stack) and stack[at] == word
+
+    def target(self, dep: int) -> int:
+        """The edge out of ``dep`` in ``A ∪ I1 ∪ I2`` up to the built arcs:
+        for a headless ``dep`` whose gold arc is individually reachable, the
+        root of its gold head's tree; else :data:`NO_HEAD`."""
+        found = self._targets.get(dep)
+        if found is None:
+            found = self._targets[dep] = self._find_target(dep)
+        return found
+
+    def _find_target(self, dep: int) -> int:
+        gold = self.gold[dep]
+        if gold == ROOT or gold == NO_HEAD or dep == self.arc_dep or self.heads[dep] != NO_HEAD:
+            return NO_HEAD
+        lo, hi = (gold, dep) if gold < dep else (dep, gold)
+        if hi < self.first or (lo < self.b and not self._on_stack(self.gplane[dep], lo)):
+            return NO_HEAD
+        top = self.root(gold)
+        return NO_HEAD if top == dep else top
+
+    def lost(self, dep: int) -> int:
+        """1 if the gold arc into ``dep`` counts as lost: in ``U1 ∪ U2``, or
+        a gold root word with a head; else 0.  (Arcs dropped from a
+        non-2-planar tree are lost in every configuration and never change
+        the loss.)"""
+        gold = self.gold[dep]
+        if dep == self.arc_dep:
+            head, plane = self.arc_head, self.arc_plane
+        else:
+            head, plane = self.heads[dep], self.plane[dep]
+        if head != NO_HEAD:
+            if gold == ROOT:
+                return 1
+            return int(gold != NO_HEAD and (head != gold or plane != self.gplane[dep]))
+        return int(gold != ROOT and gold != NO_HEAD and self.target(dep) == NO_HEAD)
+
+    def cycle_from(self, dep: int) -> list[int]:
+        """The tree roots on the cycle of ``A ∪ I1 ∪ I2`` through the tree
+        root ``dep``, or ``[]`` when there is none (or ``dep`` has a head).
+        Cycles are followed from root to root, from dependent to head."""
+        walk, seen = [dep], {dep}
+        top = self.target(dep)
+        while top != NO_HEAD:
+            if top == dep:
+                return walk
+            if top in seen:
+                return []
+            walk.append(top)
+            seen.add(top)
+            top = self.target(top)
+        return []
+
+    def cycles_through(self, words: Sequence[int]) -> int:
+        """How many distinct cycles of ``A ∪ I1 ∪ I2`` go through one of the
+        tree roots among ``words``."""
+        on_cycle: set[int] = set()
+        count = 0
+        for dep in words:
+            if dep not in on_cycle:
+                cycle = self.cycle_from(dep)
+                if cycle:
+                    count += 1
+                    on_cycle.update(cycle)
+        return count
