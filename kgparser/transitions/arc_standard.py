@@ -20,13 +20,12 @@ characterisation of derivable trees it relies on).  For a projective gold
 tree the buffer first shrinks to its *critical* words (section 5, properties
 1-3): a buffer word whose gold head and gold descendants all lie in the buffer
 is taken to get its gold head, and only the stack and the critical words
-remain.  On them a recursion over the stack from its top down, pruned as in
-section 6 (the linear-time algorithm; its tables did not survive in our copy
-of the paper, so the recursion is our own, see
-:class:`._arc_standard_dp.ProjectiveReduction`), finds the best count in time
-about linear in stack plus critical words.  The cubic chart on the same units
-(the paper's "section 4 (proj)" set-up of section 8.2) stays available for
-comparison, and serves non-projective gold trees.
+remain.  On them the linear-time recursion of section 6
+(:class:`._arc_standard_linear.ProjectiveReduction`; the section's tables did
+not survive in our copy of the paper, so its moves are rebuilt from the prose)
+finds the best count in time linear in stack plus critical words.  The cubic
+chart on the same units (the paper's "section 4 (proj)" set-up of section 8.2)
+stays available for comparison, and serves non-projective gold trees.
 """
 from __future__ import annotations
 
@@ -36,7 +35,8 @@ from typing import Sequence
 import numpy as np
 
 from . import register
-from ._arc_standard_dp import ProjectiveReduction, WordChart, best_gold_arcs, gold_weights
+from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
+from ._arc_standard_linear import ProjectiveReduction
 from .base import ROOT, StackBufferState, TransitionSystem, stack_top
 from .trees import children, descendant_spans, is_projective
 
@@ -126,9 +126,9 @@ class ArcStandardDynamicOracle:
     derivable from each successor, found by a cubic chart over stack and
     buffer).  With a projective gold tree the buffer is first cut down to its
     critical words (section 5, properties 1-3), and the best tree over stack
-    and critical words comes from the pruned top-down recursion of section 6
-    (:class:`._arc_standard_dp.ProjectiveReduction`), or from the cubic chart
-    with ``linear=False``.
+    and critical words comes from the linear-time recursion of section 6
+    (:class:`._arc_standard_linear.ProjectiveReduction`), or from the cubic
+    chart with ``linear=False``.
 
     ``cost(a) = best - score(a)`` where ``score(a)`` is the number of gold arcs
     the successor of ``a`` can still add (its own arc included): the loss of
