@@ -1,7 +1,9 @@
 """The two stages of the Attardi dynamic oracle of Gómez-Rodríguez, Sartorio &
 Satta (2014), "A polynomial-time dynamic oracle for non-projective dependency
 parsing", section 5: buffer reduction (section 5.2) and the tabular loss
-algorithm (section 5.3, Algorithm 1), used by :mod:`.attardi`.
+algorithm (section 5.3, Algorithm 1), used by :mod:`.attardi`, with O(n)
+bounds on the loss (a greedy computation) that settle most losses without
+the table.
 
 Both stages work on a configuration given as its stack (word indices, the
 root ``0`` at the bottom) and the first buffer word ``b`` (the buffer is
@@ -11,13 +13,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .trees import depths
+
 #: position of the bottom-of-stack symbol ``$`` of Algorithm 1 (never in an arc)
 BOTTOM = -1
 
 
-def reduced_buffer(gold: Sequence[int], kids: Sequence[Sequence[int]], order: Sequence[int],
-                   on_stack: Sequence[bool], b: int) -> list[int]:
-    """The reduced buffer β_R of section 5.2.
+class BufferReduction:
+    """The reduced buffer β_R of section 5.2 for one gold tree.
 
     A gold subtree ``t`` rooted at a buffer word ``k`` is replaced by ``k``
     when (i) *bottom-up completeness*: no buffer word of ``t`` other than ``k``
@@ -27,55 +30,73 @@ def reduced_buffer(gold: Sequence[int], kids: Sequence[Sequence[int]], order: Se
     paper states (i)-(ii) for gold-reachable configurations, but after an
     error a buffer word of ``t`` can hang from a stack word or from a word
     that already has its head, and then its gold arc is not free to build.
-
-    ``order`` lists the words bottom-up (every word before its head); the
-    whole pass is O(n).
+    (iii) fails exactly when ``t`` has a word out of the buffer with a buffer
+    word below it, which ``last_descendant`` tells in O(1).
     """
-    n = len(gold) - 1
-    lo = [0] * (n + 1)      # smallest buffer word of the subtree (n+1 if none)
-    hi = [0] * (n + 1)      # largest buffer word of the subtree (0 if none)
-    count = [0] * (n + 1)   # number of buffer words in the subtree
-    blocked = [False] * (n + 1)  # some non-root buffer word of the subtree violates (i) or (iii)
-    for x in order:
-        in_buffer = x >= b
-        lo_x, hi_x, count_x, blocked_x = (x, x, 1, False) if in_buffer else (n + 1, 0, 0, False)
-        for k in kids[x]:
-            lo_x = min(lo_x, lo[k])
-            hi_x = max(hi_x, hi[k])
-            count_x += count[k]
-            blocked_x = blocked_x or blocked[k] or (k >= b and (_stack_dependent(kids[k], on_stack)
-                                                                or not in_buffer))
-        lo[x], hi[x], count[x], blocked[x] = lo_x, hi_x, count_x, blocked_x
-    reducible = [x >= b and not blocked[x] and hi[x] - lo[x] + 1 == count[x] for x in range(n + 1)]
-    return [x for x in range(b, n + 1) if not _inside_reducible(x, gold, reducible, b)]
 
+    def __init__(self, gold: Sequence[int], kids: Sequence[Sequence[int]]):
+        self.gold, self.kids = gold, kids
+        depth = depths(gold)
+        #: every word before its head
+        self.bottom_up = sorted(range(len(gold)), key=lambda w: -depth[w])
+        self.last_descendant = list(range(len(gold)))
+        for word in self.bottom_up:
+            head = gold[word]
+            if word and self.last_descendant[word] > self.last_descendant[head]:
+                self.last_descendant[head] = self.last_descendant[word]
 
-def _stack_dependent(dependents: Sequence[int], on_stack: Sequence[bool]) -> bool:
-    return any(on_stack[d] for d in dependents)
-
-
-def _inside_reducible(x: int, gold: Sequence[int], reducible: Sequence[bool], b: int) -> bool:
-    """Whether a proper gold ancestor of buffer word ``x`` roots a reducible subtree.
-
-    Only the chain of buffer ancestors matters: condition (iii) makes a
-    reducible subtree's buffer words hang from buffer words all the way up.
-    """
-    h = gold[x]
-    while h >= b:
-        if reducible[h]:
-            return True
-        h = gold[h]
-    return False
+    def reduced(self, stack: Sequence[int], b: int) -> list[int]:
+        """β_R of the configuration with this stack and buffer ``b..n``;
+        O(|σ| + |β|)."""
+        gold, kids, last = self.gold, self.kids, self.last_descendant
+        n = len(gold) - 1
+        has_stack_dependent = [False] * (n + 1)
+        for word in stack:
+            if gold[word] >= b:
+                has_stack_dependent[gold[word]] = True
+        # for the buffer words: whether the subtree breaks (i) or (iii) below
+        # its root, and its smallest and largest buffer word and their count
+        blocked = [False] * (n + 1)
+        lo, hi, count = list(range(n + 1)), list(range(n + 1)), [1] * (n + 1)
+        reducible = [False] * (n + 1)
+        buffer_bottom_up = [x for x in self.bottom_up if x >= b]
+        for x in buffer_bottom_up:
+            lo_x = hi_x = x
+            count_x = 1
+            for k in kids[x]:
+                if k < b:
+                    if last[k] >= b:
+                        break
+                elif blocked[k] or has_stack_dependent[k]:
+                    break
+                else:
+                    if lo[k] < lo_x:
+                        lo_x = lo[k]
+                    if hi[k] > hi_x:
+                        hi_x = hi[k]
+                    count_x += count[k]
+            else:
+                lo[x], hi[x], count[x] = lo_x, hi_x, count_x
+                reducible[x] = hi_x - lo_x + 1 == count_x
+                continue
+            blocked[x] = True
+        # inside[x]: a proper gold ancestor of x roots a reducible subtree;
+        # by (iii) only the chain of buffer ancestors matters
+        inside = [False] * (n + 1)
+        for x in reversed(buffer_bottom_up):
+            head = gold[x]
+            inside[x] = head >= b and (reducible[head] or inside[head])
+        return [x for x in range(b, n + 1) if not inside[x]]
 
 
 class OverBudget(Exception):
-    """Raised by :func:`future_loss` when its work budget runs out."""
+    """Raised by :meth:`Budget.spend` when the work budget runs out."""
 
 
 class Budget:
-    """Work units (table cells visited plus item pairs tried) the tables may
-    still use: a deterministic stand-in for a time limit, shared by the
-    computations of one oracle call."""
+    """Work units (words of ``γ`` bounded, table cells visited plus item
+    pairs tried) the computations of one oracle call may still use: a
+    deterministic stand-in for a time limit."""
 
     __slots__ = ("left",)
 
@@ -88,33 +109,181 @@ class Budget:
             raise OverBudget
 
 
-def future_loss(gold: Sequence[int], stack: Sequence[int], reduced: Sequence[int],
-                budget: Budget) -> int:
-    """Least number of wrong arcs still to be built from a configuration with
-    this stack and reduced buffer: ``T[0, |γ|]([$, $0])`` of Algorithm 1
+class FutureLoss:
+    """The least number of wrong arcs still to be built from a configuration
+    with this stack and reduced buffer: ``T[0, |γ|]([$, $0])`` of Algorithm 1
     (section 5.3), without the term ``L_c`` for arcs already built.
 
-    Two exact speed-ups over the paper's table.  A word of ``γ`` whose gold
+    Exact speed-ups over the paper's table.  A word of ``γ`` whose gold
     head is not in ``γ`` (the head is already attached and gone) is *doomed*:
-    it costs 1 wherever it attaches, so we count those words once
-    and fill the table with the *excess* (wrong arcs into other words).  And
-    the table only keeps items whose excess is at most a bound, raised
-    (0, 1, 3, 7, ...) until the final item appears: items only grow when
-    combined, so a final item within the bound has its exact least excess.
+    it costs 1 wherever it attaches, so we count those words once and look
+    for the least *excess* (wrong arcs into other words).  A greedy
+    computation (:func:`greedy_excess`) gives an upper bound on the excess:
+    ``lower``/``upper`` bound the future loss in O(|γ|), and when they meet
+    no table is needed.  Otherwise :meth:`exact` fills tables that only keep
+    items whose excess is at most a bound (see :func:`_least_excess`).
 
-    Raises :class:`OverBudget` when ``budget`` runs out.
+    Building it spends one unit of ``budget`` per word of ``γ``.
     """
-    gamma = list(stack) + list(reduced)
-    position = {word: p for p, word in enumerate(gamma)}
-    # gold head of each position as a position (-2: the gold head is not in γ)
-    gold_pos = [position.get(gold[word], -2) if word else -2 for word in gamma]
-    doomed = [p > 0 and g == -2 for p, g in enumerate(gold_pos)]
-    bound = 0
-    while True:
-        excess = _least_excess(gold_pos, doomed, len(stack), bound, budget)
-        if excess is not None:
-            return sum(doomed) + excess
-        bound = 2 * bound + 1
+
+    __slots__ = ("gold_pos", "doomed", "ell", "lower", "upper")
+
+    def __init__(self, gold: Sequence[int], stack: Sequence[int], reduced: Sequence[int],
+                 budget: Budget):
+        gamma = list(stack) + list(reduced)
+        budget.spend(len(gamma))
+        position = {word: p for p, word in enumerate(gamma)}
+        # gold head of each position as a position (-2: the gold head is not in γ)
+        self.gold_pos = [position.get(gold[word], -2) if word else -2 for word in gamma]
+        self.doomed = [p > 0 and g == -2 for p, g in enumerate(self.gold_pos)]
+        self.ell = len(stack)
+        self.lower = sum(self.doomed)
+        self.upper = self.lower + greedy_excess(self.gold_pos, self.doomed, self.ell)
+
+    def exact(self, budget: Budget, at_least: int = 0, at_most: int | None = None) -> int:
+        """The future loss, knowing that it is at least ``at_least`` and at
+        most ``at_most`` (bounds the caller has from elsewhere).
+
+        Tables are filled with the bound on the excess raised one at a time,
+        up to one less than the upper bound: items only grow when combined,
+        so a final item within the bound has its exact least excess, and when
+        none is found one below the upper bound, the upper bound is exact.
+        The first bound is at least 1 when the upper bound is 2 or more: the
+        greedy bound misses almost no zero-excess completion, so a table at
+        bound 0 would almost always be wasted.  A lower bound past the upper
+        one (possible only for a gold tree the parser cannot build, where the
+        losses are approximate) is ignored.  Raises :class:`OverBudget` when
+        ``budget`` runs out.
+        """
+        upper = self.upper if at_most is None else max(self.lower, min(self.upper, at_most))
+        upper -= self.lower
+        bound = max(at_least - self.lower, min(1, upper - 1), 0)
+        while bound < upper:
+            excess = _least_excess(self.gold_pos, self.doomed, self.ell, bound, budget)
+            if excess is not None:
+                return self.lower + excess
+            bound += 1
+        return self.lower + upper
+
+
+def greedy_excess(gold_pos: Sequence[int], doomed: Sequence[bool], ell: int) -> int:
+    """An upper bound on the least excess of ``γ`` (given as in
+    :func:`_least_excess`): the least excess of :func:`_greedy_completion`
+    from the configuration, or from one of its successors when that is not 0
+    (a greedy computation can go wrong at its first step: it cannot tell
+    which word to give up early).  O(|γ|), times 6 when the first try is
+    not 0.
+    """
+    m = len(gold_pos)
+    waiting = [0] * m
+    for head in gold_pos:
+        if head >= 0:
+            waiting[head] += 1
+    stack = list(range(ell))
+    best = _greedy_completion(gold_pos, doomed, stack[:], ell, waiting[:])
+    if best and ell < m:
+        best = min(best, _greedy_completion(gold_pos, doomed, stack + [ell], ell + 1, waiting[:]))
+    for at, head in _reductions(stack):
+        if not best:
+            break
+        after, after_waiting = stack[:], waiting[:]
+        dep = after.pop(at)
+        lost = gold_pos[dep] != head and not doomed[dep]
+        if gold_pos[dep] >= 0:
+            after_waiting[gold_pos[dep]] -= 1
+        best = min(best, lost + _greedy_completion(gold_pos, doomed, after, ell, after_waiting))
+    return best
+
+
+def _greedy_completion(gold_pos: Sequence[int], doomed: Sequence[bool], stack: list[int], b: int,
+                       waiting: list[int]) -> int:
+    """Excess of one computation on ``γ`` from the configuration with this
+    stack (of positions) and buffer ``b..``; ``waiting[p]``: the unattached
+    gold dependents of position ``p``.  Uses up ``stack`` and ``waiting``.
+
+    The computation follows the eager static oracle (see
+    :func:`.attardi._eager_action`), counting as complete a word none of whose
+    gold dependents is still unattached in ``γ``: it builds a ready gold arc
+    (``left``, ``left2``, ``right``, ``right2``), else pops a complete doomed
+    word, else shifts; with an empty buffer and nothing ready, it builds the
+    arc that loses least at once (its wrong arc plus the gold dependents its
+    dependent still waits for).
+
+    The choice of a ready reduction is written out in the loop rather than
+    in a helper: this runs once per step, for every successor.
+    """
+    m = len(gold_pos)
+    excess = 0
+    while b < m or len(stack) > 1:
+        depth = len(stack)
+        at = head = 0  # stack index of the dependent (0: nothing ready), head
+        if depth > 1:
+            s0, s1 = stack[-1], stack[-2]
+            s2 = stack[-3] if depth > 2 else BOTTOM
+            if s1 != 0 and gold_pos[s1] == s0 and not waiting[s1]:
+                at, head = -2, s0
+            elif s2 > 0 and gold_pos[s2] == s0 and not waiting[s2]:
+                at, head = -3, s0
+            elif not waiting[s0] and gold_pos[s0] == s1:
+                at, head = -1, s1
+            elif not waiting[s0] and s2 != BOTTOM and gold_pos[s0] == s2:
+                at, head = -1, s2
+            elif not waiting[s0] and doomed[s0]:
+                at, head = -1, s1
+            elif s1 != 0 and doomed[s1] and not waiting[s1]:
+                at, head = -2, s0
+            elif s2 > 0 and doomed[s2] and not waiting[s2]:
+                at, head = -3, s0
+        if not at:
+            if b < m:
+                stack.append(b)
+                b += 1
+                continue
+            at, head = _least_damaging_reduction(stack, gold_pos, doomed, waiting)
+        dep = stack.pop(at)
+        excess += gold_pos[dep] != head and not doomed[dep]
+        if gold_pos[dep] >= 0:
+            waiting[gold_pos[dep]] -= 1
+    return excess
+
+
+def _reductions(stack: list[int]) -> list[tuple[int, int]]:
+    """``(stack index of the dependent, head)`` of each legal reduction: the
+    root (position 0) is never a dependent."""
+    depth = len(stack)
+    moves = []
+    if depth > 1:
+        s0, s1 = stack[-1], stack[-2]
+        moves.append((-1, s1))
+        if s1 != 0:
+            moves.append((-2, s0))
+        if depth > 2:
+            s2 = stack[-3]
+            moves.append((-1, s2))
+            if s2 != 0:
+                moves.append((-3, s0))
+    return moves
+
+
+def _least_damaging_reduction(stack: list[int], gold_pos: Sequence[int], doomed: Sequence[bool],
+                              waiting: Sequence[int]) -> tuple[int, int]:
+    """The legal reduction whose dependent loses least at once: 1 for a wrong
+    arc into a word that is not doomed, plus its unattached gold dependents."""
+
+    def damage(move: tuple[int, int]) -> int:
+        dep = stack[move[0]]
+        return (gold_pos[dep] != move[1] and not doomed[dep]) + waiting[dep]
+
+    return min(_reductions(stack), key=damage)
+
+
+#: ``(items by h1, shared items)``: ``items[h1]`` maps ``(h2, h3) -> excess``
+#: for the items ``[h1, h2 h3]``; an ``h1`` that is not a key has the shared
+#: items (``None`` in cells of stack words), read with ``h1`` for :data:`BASE`
+Cell = tuple[dict, "dict | None"]
+
+#: stands for ``h1`` in the shared items of a cell of buffer words
+BASE = -3
 
 
 def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
@@ -122,124 +291,201 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
     """Algorithm 1 on ``γ`` (given by its gold heads as positions), keeping
     items of excess at most ``bound``; ``None`` if the final item exceeds it.
 
-    ``ℓ`` = stack size.  ``T[i][j]`` maps ``h1 -> {(h2, h3): excess}`` for the
-    items ``[h1, h2 h3]`` whose computations shift exactly ``γ[i..j-1]``: they
-    start with ``h1`` on top and end with ``h2 h3`` on top, never going lower
-    in between (section 4).  Stack words are shifted in their order with no
+    ``ℓ`` = stack size.  ``T[i][j]`` holds the items ``[h1, h2 h3]`` whose
+    computations shift exactly ``γ[i..j-1]``: they start with ``h1`` on top
+    and end with ``h2 h3`` on top, never going lower in between (section 4),
+    as a :data:`Cell`.  Stack words are shifted in their order with no
     reduction in between (lines 1-3), since every computation goes through
     the configuration; buffer words may be shifted onto any earlier word
     (lines 4-6).  Cells are combined CKY-style (lines 7-12) by
-    :func:`_combine` (PROCESSCELL); cells ``T[i][k]`` with ``i + 1 < k < ℓ``
+    :func:`_extend` (PROCESSCELL); cells ``T[i][k]`` with ``i + 1 < k < ℓ``
     stay empty, as the paper notes.
+
+    A cell of buffer words (``i >= ℓ``) has items for every earlier ``h1``,
+    but in such a span an arc is built only if it is gold or hangs a span
+    word from ``h1`` (see :func:`_extend`), so all the ``h1`` with no gold
+    arc to or from the span have the same items up to renaming ``h1``: the
+    cell keeps them once, with :data:`BASE` for ``h1``, and items per ``h1``
+    only for the others (:func:`_linked_bases`).
     """
     m = len(gold_pos)
-    table: list[list[dict | None]] = [[None] * (m + 1) for _ in range(m + 1)]
-    table[0][1] = {BOTTOM: {(BOTTOM, 0): 0}}
+    linked = _linked_bases(gold_pos, ell)
+    table: list[list[Cell | None]] = [[None] * (m + 1) for _ in range(m + 1)]
+    table[0][1] = ({BOTTOM: {(BOTTOM, 0): 0}}, None)
     for i in range(1, ell):
-        table[i][i + 1] = {i - 1: {(i - 1, i): 0}}
+        table[i][i + 1] = ({i - 1: {(i - 1, i): 0}}, None)
     for i in range(ell, m):
-        table[i][i + 1] = {h: {(h, i): 0} for h in range(i)}
+        table[i][i + 1] = ({}, {(BASE, i): 0})
     for d in range(2, m + 1):
         for i in range(max(0, ell - d), m - d + 1):
             j = i + d
-            cell: dict = {}
             buffer_only = i >= ell
+            bases: dict[int, dict] = {}
+            shared: dict | None = {} if buffer_only else None
             work = 1
-            for k in _splits(i, j, ell):
-                left, right = table[i][k], table[k][j]
-                if left and right:
-                    work += _combine(left, right, cell, gold_pos, doomed, buffer_only, i, bound)
+            # split points (lines 10-12): i + 1, then every k >= ℓ; i + 1 < k < ℓ
+            # would use items that skip the configuration
+            for k in (i + 1, *range(max(i + 2, ell), j)):
+                (left, left_shared), right = table[i][k], table[k][j]
+                if not (right[0] or right[1]):
+                    continue
+                if buffer_only:
+                    if left_shared:
+                        work += _extend_buffer(BASE, left_shared, right, shared, gold_pos, doomed, i, bound)
+                    for h1 in linked[i][j]:
+                        pairs = left.get(h1, left_shared)
+                        if pairs:
+                            out = bases.get(h1)
+                            if out is None:
+                                out = bases[h1] = {}
+                            work += _extend_buffer(h1, pairs, right, out, gold_pos, doomed, i, bound)
+                else:
+                    for h1, pairs in left.items():
+                        out = bases.get(h1)
+                        if out is None:
+                            out = bases[h1] = {}
+                        work += _extend(h1, pairs, right, out, gold_pos, doomed, bound)
+            if buffer_only:
+                for h1 in linked[i][j]:
+                    bases.setdefault(h1, {})
+            else:  # an h1 without items would only cost lookups later
+                bases = {h1: pairs for h1, pairs in bases.items() if pairs}
             budget.spend(work)
-            table[i][j] = cell
-    return table[0][m].get(BOTTOM, {}).get((BOTTOM, 0))
+            table[i][j] = (bases, shared)
+    return table[0][m][0].get(BOTTOM, {}).get((BOTTOM, 0))
 
 
-def _splits(i: int, j: int, ell: int) -> list[int]:
-    """Split points ``k`` of ``γ[i..j-1]`` (lines 10-12): ``i + 1``, then every
-    ``k >= ℓ``; ``i + 1 < k < ℓ`` would use items that skip the configuration."""
-    return [i + 1, *range(max(i + 2, ell), j)]
+def _linked_bases(gold_pos: list[int], ell: int) -> list[list[list[int]]]:
+    """``linked[i][j]`` (``i >= ℓ``): the positions before ``i`` with a gold
+    arc to or from ``γ[i..j-1]``.  O(|γ|^2) lists, built incrementally."""
+    m = len(gold_pos)
+    dependents: list[list[int]] = [[] for _ in range(m)]
+    for q, head in enumerate(gold_pos):
+        if head >= 0:
+            dependents[head].append(q)
+    linked: list[list[list[int]]] = [[] for _ in range(m)]
+    for i in range(ell, m):
+        row: list[list[int]] = [[]] * (i + 1)
+        found: list[int] = []
+        for j in range(i + 1, m + 1):
+            added = j - 1
+            new = [q for q in dependents[added] if q < i and q not in found]
+            head = gold_pos[added]
+            if 0 <= head < i and head not in found and head not in new:
+                new.append(head)
+            if new:
+                found = found + new
+            row.append(found)
+        linked[i] = row
+    return linked
 
 
-def _combine(left: dict, right: dict, out: dict, gold_pos: list[int], doomed: list[bool],
-             buffer_only: bool, start: int, bound: int) -> int:
-    """PROCESSCELL of Algorithm 1: concatenate ``[h1, h2 h3]`` with
-    ``[h3, h4 h5]`` (stack ``h2 h4 h5``) and apply each reduce transition;
-    the arc ``h -> d`` adds 1 to the excess unless it is gold or ``d`` is
-    doomed (see :func:`future_loss`).
-
-    In a span of buffer words only (``buffer_only``) an arc is built only if
-    it is gold or its head lies left of the span (lines 18, 21, 24, 27): a
-    wrong arc between two buffer words is never needed for an optimal
-    computation.  The root (position 0) is never a dependent, ``$`` never a
-    head.  Returns the number of item pairs tried.
+def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], doomed: list[bool],
+            bound: int) -> int:
+    """PROCESSCELL of Algorithm 1 for one ``h1`` in a cell with stack words:
+    concatenate each item ``[h1, h2 h3]`` of ``pairs`` with each
+    ``[h3, h4 h5]`` of ``right`` (stack ``h2 h4 h5``) and apply each reduce
+    transition into ``out``; the arc ``h -> d`` adds 1 to the excess unless
+    it is gold or ``d`` is doomed (see :class:`FutureLoss`).  The root
+    (position 0) is never a dependent, ``$`` never a head.  Returns the
+    number of item pairs tried.
 
     The four reductions are written out in full rather than through a helper:
     this is the innermost loop of the oracle, where a Python call per item
     pair would be a large part of the work.
     """
     work = 0
-    for h1, pairs in left.items():
-        target = None
-        for (h2, h3), v1 in pairs.items():
-            continuations = right.get(h3)
-            if not continuations:
+    right_items, right_shared = right
+    for (h2, h3), v1 in pairs.items():
+        continuations = right_items.get(h3, right_shared)
+        if not continuations:
+            continue
+        work += len(continuations)
+        for (h4, h5), v2 in continuations.items():
+            base = v1 + v2
+            if base > bound:
                 continue
-            work += len(continuations)
-            if target is None:
-                target = out.get(h1)
-                if target is None:
-                    target = out[h1] = {}
-            for (h4, h5), v2 in continuations.items():
-                base = v1 + v2
-                if base > bound:
-                    continue
-                # la: h5 -> h4, pop h4
-                if h4 != 0:
-                    value = base
-                    if gold_pos[h4] != h5:
-                        if buffer_only:
-                            value = bound + 1
-                        elif not doomed[h4]:
-                            value += 1
-                    if value <= bound:
-                        old = target.get((h2, h5))
-                        if old is None or value < old:
-                            target[(h2, h5)] = value
-                # ra: h4 -> h5, pop h5
-                gold_h5 = gold_pos[h5]
-                value = base
-                if gold_h5 != h4:
-                    if buffer_only:
-                        value = bound + 1
-                    elif not doomed[h5]:
-                        value += 1
+            if h4 == BASE:
+                h4 = h3
+            # la: h5 -> h4, pop h4
+            if h4 != 0:
+                value = base if gold_pos[h4] == h5 or doomed[h4] else base + 1
                 if value <= bound:
-                    old = target.get((h2, h4))
+                    old = out.get((h2, h5))
                     if old is None or value < old:
-                        target[(h2, h4)] = value
-                if h2 == BOTTOM:
-                    continue
-                # la2: h5 -> h2, pop h2
-                if h2 != 0:
-                    value = base
-                    if gold_pos[h2] != h5:
-                        if buffer_only:
-                            value = bound + 1
-                        elif not doomed[h2]:
-                            value += 1
-                    if value <= bound:
-                        old = target.get((h4, h5))
-                        if old is None or value < old:
-                            target[(h4, h5)] = value
-                # ra2: h2 -> h5, pop h5
-                value = base
-                if gold_h5 != h2:
-                    if buffer_only and h2 >= start:
-                        value = bound + 1
-                    elif not doomed[h5]:
-                        value += 1
+                        out[(h2, h5)] = value
+            # ra: h4 -> h5, pop h5
+            gold_h5 = gold_pos[h5]
+            value = base if gold_h5 == h4 or doomed[h5] else base + 1
+            if value <= bound:
+                old = out.get((h2, h4))
+                if old is None or value < old:
+                    out[(h2, h4)] = value
+            if h2 == BOTTOM:
+                continue
+            # la2: h5 -> h2, pop h2
+            if h2 != 0:
+                value = base if gold_pos[h2] == h5 or doomed[h2] else base + 1
                 if value <= bound:
-                    old = target.get((h2, h4))
+                    old = out.get((h4, h5))
                     if old is None or value < old:
-                        target[(h2, h4)] = value
+                        out[(h4, h5)] = value
+            # ra2: h2 -> h5, pop h5
+            value = base if gold_h5 == h2 or doomed[h5] else base + 1
+            if value <= bound:
+                old = out.get((h2, h4))
+                if old is None or value < old:
+                    out[(h2, h4)] = value
+    return work
+
+
+def _extend_buffer(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int],
+                   doomed: list[bool], start: int, bound: int) -> int:
+    """:func:`_extend` in a span of buffer words starting at ``start``, where
+    an arc is built only if it is gold or hangs a span word from ``h1``, left
+    of the span (lines 18, 21, 24, 27): a wrong arc between two buffer words
+    is never needed for an optimal computation.  ``h1`` may be :data:`BASE`;
+    ``h2`` is ``h1`` or a span word, ``h3 h4 h5`` are span words.
+    """
+    work = 0
+    right_items, right_shared = right
+    for (h2, h3), v1 in pairs.items():
+        if h2 == BASE:
+            h2 = h1
+        continuations = right_items.get(h3, right_shared)
+        if not continuations:
+            continue
+        work += len(continuations)
+        for (h4, h5), v2 in continuations.items():
+            base = v1 + v2
+            if base > bound:
+                continue
+            if h4 == BASE:
+                h4 = h3
+            # la: h5 -> h4, pop h4
+            if gold_pos[h4] == h5:
+                old = out.get((h2, h5))
+                if old is None or base < old:
+                    out[(h2, h5)] = base
+            # ra: h4 -> h5, pop h5
+            gold_h5 = gold_pos[h5]
+            if gold_h5 == h4:
+                old = out.get((h2, h4))
+                if old is None or base < old:
+                    out[(h2, h4)] = base
+            # la2: h5 -> h2, pop h2 (BASE has no gold arc from the span)
+            if h2 > 0 and gold_pos[h2] == h5:
+                old = out.get((h4, h5))
+                if old is None or base < old:
+                    out[(h4, h5)] = base
+            # ra2: h2 -> h5, pop h5
+            if gold_h5 == h2:
+                value = base
+            elif h2 < start and (doomed[h5] or base < bound):
+                value = base if doomed[h5] else base + 1
+            else:
+                continue
+            old = out.get((h2, h4))
+            if old is None or value < old:
+                out[(h2, h4)] = value
     return work

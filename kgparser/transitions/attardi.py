@@ -32,15 +32,15 @@ from typing import Sequence
 
 from ..errors import KgparserError
 from . import register
-from ._attardi_table import Budget, OverBudget, future_loss, reduced_buffer
+from ._attardi_table import Budget, BufferReduction, FutureLoss, OverBudget
 from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem, stack_top
-from .trees import children, depths
+from .trees import children
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
-#: default work budget of one ``costs()`` call (table cells plus item pairs
-#: tried; a unit is about 2-3 µs, and real sentences need far less, see
-#: :class:`AttardiDynamicOracle`)
-WORK_LIMIT = 100_000
+#: default work budget of one ``costs()`` call (words of ``γ`` bounded, table
+#: cells plus item pairs tried; a unit is about 1 µs, and real sentences need
+#: far less, see :class:`AttardiDynamicOracle`)
+WORK_LIMIT = 200_000
 
 
 class AttardiOptionError(KgparserError, ValueError):
@@ -222,12 +222,15 @@ class AttardiDynamicOracle:
     """Costs by the two stages of Gómez-Rodríguez et al. (2014), section 5.
 
     For each legal action ``τ`` the loss of ``τ(c)`` is the wrong arcs already
-    built plus :func:`future_loss` on the reduced buffer (section 5.2) of
-    ``τ(c)``; the cost of ``τ`` is that loss minus the least one over the
-    legal actions.  As ``loss(c)`` is the least loss of a successor, these are
-    the exact costs whenever the losses are exact: the paper proves the
-    algorithm for gold trees the parser can build, and the tests check
-    exactness by brute force on every state of small such trees.
+    built plus the future loss (:class:`FutureLoss`) of the stack and reduced
+    buffer (section 5.2) of ``τ(c)``; the cost of ``τ`` is that loss minus
+    the least one over the legal actions.  As ``loss(c)`` is the least loss
+    of a successor, these are the exact costs whenever the losses are exact:
+    the paper proves the algorithm for gold trees the parser can build, and
+    the tests check exactness by brute force on every state of small such
+    trees.  Most losses are settled in O(n) by a lower and a greedy upper
+    bound that meet; the tables of Algorithm 1 run only for the others (see
+    :meth:`_successor_losses`).
 
     For a gold tree the parser cannot build, the same computation is done
     and terminates under the same work bound, but the paper's guarantees do
@@ -237,62 +240,85 @@ class AttardiDynamicOracle:
     the zero-cost actions as correct), and the tests check that.
 
     Work bound: section 6 bounds the table work by ``O(|σ|^3|γ|^2|β_R| +
-    |γ|^4|β_R|^4)``; in practice it is small, because the buffer reduction
-    keeps ``β_R`` short and :func:`future_loss` keeps only the items within
-    an excess bound.  Following the oracle with 10% random actions on the
-    first 1000 sentences of UD English-EWT train (43,714 calls), one call
-    took 2.2 ms on average (median 0.6 ms, 99th percentile 17 ms, max
-    147 ms) and at most 36,452 work units; on UD Gothic-PROIEL train, 0.6 ms
-    on average and at most 26 ms.  Each call has a budget of
-    ``work_limit`` units (cells visited plus item pairs tried; a unit is
-    about 2-3 µs); when it runs out, the call returns
-    :meth:`approximate_costs` instead and counts it in ``self.fallbacks``.
-    ``work_limit=0`` always falls back.
+    |γ|^4|β_R|^4)``; in practice it is small, because the bounds settle most
+    losses, the buffer reduction keeps ``β_R`` short and the tables keep
+    only the items within an excess bound.  Following the oracle with 10%
+    random actions on the first 1000 sentences of UD English-EWT train
+    (43,714 calls), one call took 0.25 ms of CPU time on average (median
+    0.09 ms, 99th percentile 3.5 ms, max 60 ms) and at most 74,599 work
+    units; on UD Gothic-PROIEL train, 0.09 ms on average and at most 9 ms.
+    Each call has a budget of ``work_limit`` units (words of ``γ`` bounded,
+    table cells visited and item pairs tried; a unit is about 1 µs); when it
+    runs out, the call returns :meth:`approximate_costs` instead and counts
+    it in ``self.fallbacks``.  ``work_limit=0`` always falls back.
     """
 
     def __init__(self, gold_heads: Sequence[int], work_limit: int = WORK_LIMIT):
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
-        depth = depths(gold_heads)
-        self.bottom_up = sorted(range(len(gold_heads)), key=lambda w: -depth[w])
+        self.buffer_reduction = BufferReduction(self.gold, self.kids)
         self.work_limit = work_limit
         self.fallbacks = 0
 
     def costs(self, state: StackBufferState) -> dict[str, int]:
-        n = len(self.gold) - 1
         stack, b = state.stack, state.b
-        on_stack = [False] * (n + 1)
-        for w in stack:
-            on_stack[w] = True
-        legal = _legal(stack, b <= n)
+        legal = _legal(stack, b < len(self.gold))
         if len(legal) == 1:
             return {legal[0]: 0}
         budget = Budget(self.work_limit)
         try:
-            losses = {action: self._successor_loss(stack, b, on_stack, action, budget) for action in legal}
+            losses = self._successor_losses(stack, b, legal, budget)
         except OverBudget:
             self.fallbacks += 1
             return self.approximate_costs(state)
         best = min(losses.values())
         return {action: loss - best for action, loss in losses.items()}
 
-    def _successor_loss(self, stack: list[int], b: int, on_stack: list[bool], action: str,
-                        budget: Budget) -> int:
-        """Loss of the successor by ``action``, less the wrong arcs of ``c``."""
-        gold = self.gold
-        if action == SHIFT:
-            on_stack[b] = True
-            after_reduced = reduced_buffer(gold, self.kids, self.bottom_up, on_stack, b + 1)
-            on_stack[b] = False
-            after = stack + [b]
-            return future_loss(gold, after, after_reduced, budget)
-        head, dep = _arc(stack, action)
-        after = stack[:]
-        after.remove(dep)
-        on_stack[dep] = False
-        after_reduced = reduced_buffer(gold, self.kids, self.bottom_up, on_stack, b)
-        on_stack[dep] = True
-        return (gold[dep] != head) + future_loss(gold, after, after_reduced, budget)
+    def _successor_losses(self, stack: list[int], b: int, legal: list[str],
+                          budget: Budget) -> dict[str, int]:
+        """Loss of the successor by each legal action, less the wrong arcs of
+        ``c``.
+
+        Each successor's loss is first bounded in O(n) (its wrong arc plus
+        :class:`FutureLoss` ``lower``/``upper``); only the successors whose
+        bounds differ need tables.  For those, the loss of ``c`` itself, the
+        least successor loss, is a better lower bound: it is known without a
+        table when the least lower bound of a successor equals the least
+        upper bound, else it comes from the tables of ``c`` (within those
+        two).  A reduction changes β_R only if its dependent has its gold
+        head in the buffer (condition (i) of section 5.2), so the reductions
+        mostly share the reduced buffer of ``c``.
+        """
+        gold, reduction = self.gold, self.buffer_reduction
+        reduced = None
+        successors = {}
+        for action in legal:
+            if action == SHIFT:
+                after = stack + [b]
+                successors[action] = (0, FutureLoss(gold, after, reduction.reduced(after, b + 1), budget))
+                continue
+            head, dep = _arc(stack, action)
+            after = stack[:]
+            after.remove(dep)
+            if gold[dep] >= b:
+                after_reduced = reduction.reduced(after, b)
+            else:
+                if reduced is None:
+                    reduced = reduction.reduced(stack, b)
+                after_reduced = reduced
+            successors[action] = (int(gold[dep] != head), FutureLoss(gold, after, after_reduced, budget))
+        if all(future.lower == future.upper for _, future in successors.values()):
+            return {action: arc + future.lower for action, (arc, future) in successors.items()}
+        lowest = min(arc + future.lower for arc, future in successors.values())
+        least_upper = min(arc + future.upper for arc, future in successors.values())
+        if lowest == least_upper:
+            loss = lowest
+        else:
+            if reduced is None:
+                reduced = reduction.reduced(stack, b)
+            loss = FutureLoss(gold, stack, reduced, budget).exact(budget, lowest, least_upper)
+        return {action: arc + future.exact(budget, loss - arc)
+                for action, (arc, future) in successors.items()}
 
     def approximate_costs(self, state: StackBufferState) -> dict[str, int]:
         """O(n) fallback for configurations over the work budget.

@@ -1,0 +1,134 @@
+"""The stages of the Attardi dynamic oracle (Gómez-Rodríguez, Sartorio & Satta
+2014, section 5) and its shortcuts: buffer reduction against its definition,
+the greedy bounds of the future loss, and exactness of the tables alone."""
+import random
+
+import pytest
+
+import kgparser.transitions._attardi_table as table
+from harness import assert_exact_dynamic_oracle
+from kgparser.transitions import get_system
+from kgparser.transitions._attardi_table import Budget, BufferReduction, FutureLoss
+from kgparser.transitions.checking import check_dynamic_oracle
+from kgparser.transitions.trees import children, random_tree
+from test_attardi import derived_tree
+
+SYSTEM = get_system("attardi")
+
+
+def random_states(n, rng, count):
+    """States along random computations (mostly off any gold computation)."""
+    states = []
+    while len(states) < count:
+        state = SYSTEM.initial_state(n)
+        while not SYSTEM.is_final(state) and len(states) < count:
+            states.append(state.copy())
+            SYSTEM.apply(state, rng.choice(SYSTEM.legal_actions(state)))
+    return states
+
+
+def reduced_by_definition(gold, stack, b):
+    """β_R straight from conditions (i)-(iii) of section 5.2 (see
+    :class:`BufferReduction`), checking each buffer subtree on its own."""
+    n = len(gold) - 1
+    kids = children(gold)
+
+    def subtree(k):
+        words, todo = [], [k]
+        while todo:
+            w = todo.pop()
+            words.append(w)
+            todo.extend(kids[w])
+        return words
+
+    def reducible(k):
+        inner = [w for w in subtree(k) if w >= b and w != k]
+        span = sorted(inner + [k])
+        return (all(gold[d] not in inner for d in stack)
+                and span[-1] - span[0] + 1 == len(span)
+                and all(gold[w] >= b for w in inner))
+
+    def hidden(x):
+        return any(x in subtree(k) for k in range(b, n + 1) if k != x and reducible(k))
+
+    return [x for x in range(b, n + 1) if not hidden(x)]
+
+
+def exact_excess(future):
+    """Least excess from the table with a bound no item can exceed."""
+    return table._least_excess(future.gold_pos, future.doomed, future.ell, len(future.gold_pos),
+                               Budget(10**9))
+
+
+def test_buffer_reduction_matches_its_definition():
+    rng = random.Random(10)
+    for _ in range(150):
+        n = rng.randint(1, 12)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in random_states(n, rng, 6):
+            expected = reduced_by_definition(gold, state.stack, state.b)
+            assert reduction.reduced(state.stack, state.b) == expected, (gold, state.stack, state.b)
+
+
+def test_greedy_bounds_enclose_the_least_future_loss_and_exact_uses_them():
+    rng = random.Random(11)
+    tight = loose = 0
+    for _ in range(60):
+        n = rng.randint(4, 9)
+        # a tree the parser cannot build has more conflicts, so more loose bounds
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in random_states(n, rng, 8):
+            future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
+            least = future.lower + exact_excess(future)
+            assert future.lower <= least <= future.upper
+            tight += least == future.upper
+            loose += least < future.upper
+            for at_least in range(future.lower, least + 1):
+                for at_most in range(least, future.upper + 1):
+                    assert future.exact(Budget(10**9), at_least, at_most) == least
+    assert tight and loose
+
+
+def test_future_loss_spends_its_budget():
+    gold = [-1, 2, 0, 1]
+    with pytest.raises(table.OverBudget):
+        FutureLoss(gold, [0, 1, 2], [3], Budget(3))
+
+
+def test_tables_alone_give_exact_costs(monkeypatch):
+    """With a useless greedy bound every successor goes through the tables."""
+    monkeypatch.setattr(table, "greedy_excess", lambda gold_pos, doomed, ell: len(gold_pos))
+    rng = random.Random(12)
+    golds = {n: [derived_tree(n, rng) for _ in range(3)] for n in (3, 4, 5)}
+    assert_exact_dynamic_oracle(SYSTEM, [3, 4, 5], 0, trees=lambda n, _: golds[n])
+
+
+def test_exactness_checks_reach_every_table_path(monkeypatch):
+    """The brute-force checks of the default oracle go through every way a
+    loss is settled: by the bounds alone, by a table that finds it below the
+    greedy bound, by a table that proves the greedy bound, and by a table
+    for the configuration itself."""
+    outcomes = set()
+    least_excess, exact = table._least_excess, FutureLoss.exact
+
+    def recording_least_excess(gold_pos, doomed, ell, bound, budget):
+        found = least_excess(gold_pos, doomed, ell, bound, budget)
+        outcomes.add("found" if found is not None else "over bound")
+        return found
+
+    def recording_exact(self, budget, at_least=0, at_most=None):
+        if at_most is not None:
+            outcomes.add("configuration")
+        if self.lower == self.upper:
+            outcomes.add("bounds")
+        return exact(self, budget, at_least, at_most)
+
+    monkeypatch.setattr(table, "_least_excess", recording_least_excess)
+    monkeypatch.setattr(FutureLoss, "exact", recording_exact)
+    rng = random.Random(13)
+    for _ in range(8):
+        report = check_dynamic_oracle(SYSTEM, derived_tree(5, rng))
+        assert report.states > 0 and not report.problems, report.problems[:3]
+    assert outcomes == {"found", "over bound", "configuration", "bounds"}
