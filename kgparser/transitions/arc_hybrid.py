@@ -22,20 +22,17 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem, stack_top
+from .base import NO_HEAD, ROOT, StackBufferState, StackBufferSystem, stack_top
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
 
 
 @register("arc-hybrid")
-class ArcHybrid(TransitionSystem):
+class ArcHybrid(StackBufferSystem):
     actions = (SHIFT, LEFT, RIGHT)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
-
-    def initial_state(self, n: int) -> StackBufferState:
-        return StackBufferState(n)
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         stack = state.stack
@@ -60,9 +57,6 @@ class ArcHybrid(TransitionSystem):
             state.add_arc(state.stack[-1], dep, label)
         else:
             raise ValueError(f"arc-hybrid has no action {action!r}")
-
-    def is_final(self, state: StackBufferState) -> bool:
-        return state.b > len(state.heads) - 1 and len(state.stack) == 1
 
     def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         if action == LEFT:

@@ -37,20 +37,17 @@ import numpy as np
 from . import register
 from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
 from ._arc_standard_linear import ProjectiveReduction
-from .base import ROOT, StackBufferState, TransitionSystem, stack_top
+from .base import ROOT, StackBufferState, StackBufferSystem, stack_top
 from .trees import children, descendant_spans, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
 
 
 @register("arc-standard")
-class ArcStandard(TransitionSystem):
+class ArcStandard(StackBufferSystem):
     actions = (SHIFT, LEFT, RIGHT)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
-
-    def initial_state(self, n: int) -> StackBufferState:
-        return StackBufferState(n)
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         depth = len(state.stack)
@@ -74,9 +71,6 @@ class ArcStandard(TransitionSystem):
             state.add_arc(stack[-1], dep, label)
         else:
             raise ValueError(f"arc-standard has no action {action!r}")
-
-    def is_final(self, state: StackBufferState) -> bool:
-        return state.b >= len(state.heads) and len(state.stack) == 1
 
     def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         if action == LEFT:

@@ -33,7 +33,7 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, BufferReduction, FutureLoss, OverBudget
-from .base import NO_HEAD, ROOT, StackBufferState, TransitionSystem, stack_top
+from .base import NO_HEAD, ROOT, StackBufferState, StackBufferSystem, stack_top
 from .trees import children
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -48,7 +48,7 @@ class AttardiOptionError(KgparserError, ValueError):
 
 
 @register("attardi")
-class Attardi(TransitionSystem):
+class Attardi(StackBufferSystem):
     """Option ``work_limit``: the work budget of one dynamic-oracle ``costs()``
     call, beyond which it falls back to an O(n) approximation (see
     :class:`AttardiDynamicOracle`)."""
@@ -65,9 +65,6 @@ class Attardi(TransitionSystem):
 
     def options(self) -> dict:
         return {"work_limit": self.work_limit}
-
-    def initial_state(self, n: int) -> StackBufferState:
-        return StackBufferState(n)
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         return _legal(state.stack, state.b <= len(state.heads) - 1)
@@ -89,9 +86,6 @@ class Attardi(TransitionSystem):
             state.add_arc(stack[-2], dep, label)
         else:
             raise ValueError(f"attardi has no action {action!r}")
-
-    def is_final(self, state: StackBufferState) -> bool:
-        return state.b > len(state.heads) - 1 and len(state.stack) == 1
 
     def arc_of(self, state: StackBufferState, action: str) -> tuple[int, int]:
         return _arc(state.stack, action)

@@ -180,3 +180,15 @@ class TransitionSystem:
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"get_system({self.name!r}{', ' if opts else ''}{opts})"
+
+
+class StackBufferSystem(TransitionSystem):
+    """Base of the systems over :class:`StackBufferState` that read words in
+    order and end with an empty buffer and only the root on the stack
+    (arc-standard, arc-hybrid, Attardi)."""
+
+    def initial_state(self, n: int) -> StackBufferState:
+        return StackBufferState(n)
+
+    def is_final(self, state: StackBufferState) -> bool:
+        return state.b >= len(state.heads) and len(state.stack) == 1
