@@ -43,8 +43,9 @@ then drops them, or raises, and decodes the sentence again without them).
 :class:`ConstrainedSystem` (``system`` itself when there are no constraints),
 which owns its states: ``initial_state()``, ``legal_actions(state)``,
 ``allowed(state, legal)``, ``apply(state, action, label)`` (forces the
-constrained label), ``forced_label(head, dep)``, ``is_final``, ``arc_of``,
-``features``; use it for search (beam, exhaustive tests).  Implementations:
+constrained label), ``forced_label(head, dep)``, ``forced_labels(state,
+actions)``, ``is_final``, ``arc_of``, ``features``; use it for search (beam,
+exhaustive tests).  Implementations:
 
 * :class:`ConstrainedArcEager`, for ``arc-eager`` with ``root="end"``: span and
   arc constraints as the added preconditions of Figure 2, each checked in O(1)
@@ -122,6 +123,8 @@ class SpanConstraint:
 class Constraints:
     """Arc and span constraints of one sentence; ``where`` names the sentence
     (file, line, sent_id) in error messages."""
+
+    __slots__ = ("where", "arcs", "spans")
 
     def __init__(self, arcs: Iterable = (), spans: Iterable = (), *, where: str = "sentence"):
         self.where = where
@@ -213,13 +216,13 @@ class Constraints:
                 self.fail(f"word {a.dep} has two constrained heads ({seen[a.dep].head} and {a.head})")
             seen[a.dep] = a
         heads = self.heads(n)
-        for d in range(1, n + 1):
+        for d in sorted({a.dep for a in self.arcs}):  # a cycle passes through constrained dependents only
             node, steps = d, 0
             while node > 0 and steps <= n:
                 node, steps = heads[node], steps + 1
             if node > 0:
                 self.fail(f"the arc constraints contain a cycle through word {d}")
-        crossing = _crossing_arcs(heads)
+        crossing = _crossing_arcs(heads) if len(self.arcs) > 1 else None
         if crossing:
             (h1, d1), (h2, d2) = crossing
             self.fail(f"arc constraints {h1} -> {d1} and {h2} -> {d2} cross (no projective tree has both)")
@@ -258,11 +261,13 @@ class Constraints:
                               f"be the span's root, but an arc constraint gives it head {inner[0]} inside")
 
 
-def _rightmost_reached(heads: Sequence[int], own: Sequence[int]) -> list[int]:
+def _rightmost_reached(heads: Sequence[int], own: Sequence[int], deps: Iterable[int]) -> list[int]:
     """For each word, the rightmost of ``own[w]`` over the words ``w`` of its
-    subtree in the (acyclic) constraint forest ``heads``."""
+    subtree in the (acyclic) constraint forest ``heads``, whose words with a
+    head among words are ``deps``."""
     reach = list(own)
-    deps = [d for d in range(1, len(heads)) if heads[d] > 0]
+    if not deps:
+        return reach
     depth = _depths(heads, deps)
     for d in sorted(deps, key=depth.__getitem__, reverse=True):  # dependents before their heads
         if reach[d] > reach[heads[d]]:
@@ -270,7 +275,7 @@ def _rightmost_reached(heads: Sequence[int], own: Sequence[int]) -> list[int]:
     return reach
 
 
-def _depths(heads: Sequence[int], deps: Sequence[int]) -> list[int]:
+def _depths(heads: Sequence[int], deps: Iterable[int]) -> list[int]:
     """Depth of each word in the (acyclic) constraint forest ``heads`` (``0``
     for a word without a constrained head among words), found for ``deps``
     and their ancestors, each word climbed once."""
@@ -288,27 +293,20 @@ def _depths(heads: Sequence[int], deps: Sequence[int]) -> list[int]:
     return depth
 
 
-def _covering_arc_ends(heads: Sequence[int]) -> list[int]:
+def _covering_arc_ends(heads: Sequence[int], deps: Iterable[int]) -> list[int]:
     """For each word, the right end of the innermost constrained arc strictly
     over it (the root counts as position ``n + 1``; ``n + 1`` if none): a word
     under an arc is dominated by the arc's head, so a head it takes from the
     right lies at or before that end.  The arcs do not cross (checked), so
-    one sweep with a stack of open arcs finds them."""
+    writing the arcs' ends over their inner words, longest arc first, leaves
+    each word the end of the innermost one (arcs from the root change
+    nothing: their end is ``n + 1``); ``deps``: the words with a head among
+    words."""
     n = len(heads) - 1
     ends = [n + 1] * (n + 1)
-    # (left end, -right end): from each position, the outer arcs are opened first
-    arcs = sorted((min(h, d), -max(h, d)) for d, h in ((d, heads[d] or n + 1) for d in range(1, n + 1)
-                                                         if heads[d] != NO_HEAD))
-    open_ends: list[int] = []
-    next_arc = 0
-    for w in range(1, n + 1):
-        while open_ends and open_ends[-1] <= w:
-            open_ends.pop()
-        if open_ends:
-            ends[w] = open_ends[-1]
-        while next_arc < len(arcs) and arcs[next_arc][0] == w:
-            open_ends.append(-arcs[next_arc][1])
-            next_arc += 1
+    arcs = sorted(((min(heads[d], d), max(heads[d], d)) for d in deps), key=lambda arc: arc[0] - arc[1])
+    for left, right in arcs:
+        ends[left + 1:right] = [right] * (right - left - 1)
     return ends
 
 
@@ -355,6 +353,13 @@ class ConstrainedSystem:
     def forced_label(self, head: int, dep: int) -> str | None:
         """The label the arc ``head -> dep`` must carry (``None``: free)."""
         return self.required_label[dep] if self.required_head[dep] == head else None
+
+    def forced_labels(self, state, actions: Sequence[str]) -> dict | None:
+        """The labels that the arcs of ``actions`` (legal in ``state``) must
+        carry, by action, or ``None`` when none is forced."""
+        arc_actions, arc_of = self.system.arc_actions, self.system.arc_of
+        labels = {a: self.forced_label(*arc_of(state, a)) for a in actions if a in arc_actions}
+        return {a: label for a, label in labels.items() if label is not None} or None
 
     def apply(self, state, action: str, label: str | None = None) -> None:
         """Apply ``action``; an arc constrained with a label gets that label."""
@@ -463,60 +468,66 @@ class ConstrainedArcEager(ConstrainedSystem):
         if not checked:
             constraints.check(n)
         heads = self.required_head
-        self.leftmost_dep = [NO_HEAD] * (n + 1)
-        self.rightmost_dep = [NO_HEAD] * (n + 1)
-        for d in range(n, 0, -1):
-            if heads[d] != NO_HEAD:
-                self.leftmost_dep[heads[d]] = d
-        for d in range(1, n + 1):
-            if heads[d] != NO_HEAD:
-                self.rightmost_dep[heads[d]] = d
-        self.spans = sorted(constraints.spans, key=lambda s: s.first)
+        # the leftmost constrained dependent of each word on its left (-1: none)
+        self.waiting_dep = waiting = [NO_HEAD] * (n + 1)
+        self.rightmost_dep = rightmost = [NO_HEAD] * (n + 1)
+        for a in constraints.arcs:
+            if a.dep < a.head and (waiting[a.head] == NO_HEAD or a.dep < waiting[a.head]):
+                waiting[a.head] = a.dep
+            if a.dep > rightmost[a.head]:
+                rightmost[a.head] = a.dep
+        self.spans = sorted(constraints.spans, key=lambda s: s.first) if constraints.spans else []
         self.span_of = [NO_HEAD] * (n + 1)
         for i, s in enumerate(self.spans):
-            for w in range(s.first, s.last + 1):
-                self.span_of[w] = i
+            self.span_of[s.first:s.last + 1] = [i] * (s.last + 1 - s.first)
         self.preset_roots = self._roots_from_arcs()
-        self.reach_right = _rightmost_reached(heads, self._fixed_span_ends())
+        inner = {a.dep for a in constraints.arcs if a.head > 0}  # words with a head among words
+        self.reach_right = _rightmost_reached(heads, self._fixed_span_ends(), inner)
         self.root_possible = self._possible_span_roots()
-        self.cover_end = _covering_arc_ends(heads)
+        self.cover_end = _covering_arc_ends(heads, inner)
         self.outside_head_slots = self._count_outside_head_slots()
-        self._find_free_words()
+        self._find_word_tables()
 
-    def _find_free_words(self) -> None:
-        """Words for which the preconditions of an action hold whatever the
-        state, found once so that :meth:`allowed` spares the full checks in
-        most states (each list also has the root's entry, ``False``):
+    def _find_word_tables(self) -> None:
+        """What :meth:`legal_actions` decides by table lookups for the words
+        in no span (each list also has the root's entry), besides
+        ``waiting_dep`` and ``rightmost_dep``:
 
-        * ``shift_free[w]``: ``w`` is in no span, no constrained left dependent
-          of it waits, and it is not constrained to a head on its left, nor,
-          without a constrained head, is it under a constrained arc (it can
-          still take a head from the right);
-        * ``left_free[w]``: ``w`` is in no span and has no constrained head or
-          right dependent (it may leave the stack as a dependent of a word
-          outside every span);
-        * ``right_free[w]``: ``w`` is in no span, has no constrained head and
-          no constrained left dependent (it may take a head in no span);
+        * ``may_shift[w]``: for ``w`` in no span, the preconditions of
+          ``shift`` other than its left dependents hold whatever the state: it
+          is not constrained to a head on its left, and it can still take a
+          head on its right (its head is constrained, or a word that may take
+          an outside dependent lies past its subtree and before the end of the
+          nearest constrained arc over it, see :meth:`_has_right_head`);
         * ``chain_free[w]``: a headless stack word ``w`` always has a possible
           head to its right (its head is constrained, or it is in no span and
           under no constrained arc): ``right`` may extend its chain."""
-        heads, left_dep, right_dep, span_of, cover = (self.required_head, self.leftmost_dep, self.rightmost_dep,
-                                                      self.span_of, self.cover_end)
-        n = self.n
-        words = range(1, n + 1)
-        outside = [False] + [span_of[w] < 0 for w in words]
-        no_left_deps = [False] + [not NO_HEAD < left_dep[w] < w for w in words]
-        self.shift_free = [False] + [outside[w] and no_left_deps[w] and (
-            heads[w] == ROOT or heads[w] > w or heads[w] == NO_HEAD and cover[w] > n) for w in words]
-        self.left_free = [False] + [outside[w] and heads[w] == NO_HEAD and right_dep[w] < w for w in words]
-        self.right_free = [False] + [outside[w] and heads[w] == NO_HEAD and no_left_deps[w] for w in words]
-        self.chain_free = [False] + [heads[w] != NO_HEAD or outside[w] and cover[w] > n for w in words]
+        heads, span_of, cover, n = self.required_head, self.span_of, self.cover_end, self.n
+        reach, slots = self.reach_right, self.outside_head_slots
+        span_words = [w for s in self.spans for w in range(s.first, s.last + 1)]
+        self.chain_free = chain_free = [end > n for end in cover]
+        for w in span_words:
+            chain_free[w] = False
+        for a in self.constraints.arcs:
+            chain_free[a.dep] = True
+        self.may_shift = may_shift = list(chain_free)
+        for w in span_words:
+            may_shift[w] = False
+        for a in self.constraints.arcs:
+            if ROOT < a.head < a.dep:
+                may_shift[a.dep] = False
+        for w in [w for w, end in enumerate(cover) if end <= n]:  # under a constrained arc
+            if heads[w] == NO_HEAD and span_of[w] < 0:
+                end = cover[w]
+                may_shift[w] = reach[w] < end and slots[end] > slots[reach[w]]
 
     def _roots_from_arcs(self) -> list[int]:
         """Section 4: the designated root of each span fixed by the arcs (a
         span word with an outside head, or under ROOT with an outside
         dependent), ``-1`` where the arcs leave it open."""
         roots = [NO_HEAD] * len(self.spans)
+        if not self.spans:
+            return roots
         for a in self.constraints.arcs:
             span_head = self.span_of[a.head] if a.head > 0 else NO_HEAD
             span_dep = self.span_of[a.dep]
@@ -545,20 +556,21 @@ class ConstrainedArcEager(ConstrainedSystem):
         dominates every span word, so such an arc would make it dominate its
         own ancestor)."""
         heads, span_of = self.required_head, self.span_of
+        possible = [True] * (self.n + 1)
+        if not self.spans:
+            return possible
         lowest = [s.first for s in self.spans]
         highest = [s.last for s in self.spans]
-        for d in range(1, self.n + 1):
-            h = heads[d]
+        for a in self.constraints.arcs:
+            h, d = a.head, a.dep
             span = span_of[h] if h > 0 else NO_HEAD
             if span >= 0 and span_of[d] != span:
                 if d < self.spans[span].first:
                     lowest[span] = max(lowest[span], h)
                 else:
                     highest[span] = min(highest[span], h)
-        possible = [True] * (self.n + 1)
-        for w in range(1, self.n + 1):
-            span = span_of[w]
-            if span >= 0:
+        for span, s in enumerate(self.spans):
+            for w in range(s.first, s.last + 1):
                 inside_head = heads[w] > 0 and span_of[heads[w]] == span
                 possible[w] = lowest[span] <= w <= highest[span] and not inside_head
         return possible
@@ -566,6 +578,8 @@ class ConstrainedArcEager(ConstrainedSystem):
     def _count_outside_head_slots(self) -> list[int]:
         """Prefix counts of the words that may take a dependent from outside
         their span (not in a NONE span; in a ROOT span, a possible root)."""
+        if not self.spans:
+            return list(range(self.n + 1))
         counts = [0] * (self.n + 1)
         for x in range(1, self.n + 1):
             span = self.span_of[x]
@@ -615,6 +629,20 @@ class ConstrainedArcEager(ConstrainedSystem):
         state.extent = [NO_HEAD] * (self.n + 1)
         return state
 
+    def unconstrained_state(self, n: int) -> ConstrainedArcEagerState:
+        """An initial state of this system's state class for a sentence
+        without constraints, which the plain arc-eager system advances: a
+        decoder that gives such states to the unconstrained sentences of a
+        batch keeps its attribute lookups specialized to one class (CPython
+        specializes them per class: decoding the test set of the speed
+        demonstration with half of the states of each class took about 3%
+        more time)."""
+        state = object.__new__(ConstrainedArcEagerState)
+        ArcEagerState.__init__(state, n, [])
+        state.span_root, state.components, state.component, state.reach = [], 0, [], []
+        state.chain, state.extent = [], []
+        return state
+
     def _span(self, word: int) -> int:
         return self.span_of[word] if word > 0 else NO_HEAD
 
@@ -637,9 +665,10 @@ class ConstrainedArcEager(ConstrainedSystem):
 
     def _left_deps_done(self, state, word: int) -> bool:
         """``word`` enters the stack: its constrained left dependents are
-        attached already (they are popped by ``left`` nearest first)."""
-        k = self.leftmost_dep[word]
-        return not (NO_HEAD < k < word and state.heads[k] == NO_HEAD)
+        attached already (they are popped by ``left`` nearest first, so the
+        leftmost is the last)."""
+        k = self.waiting_dep[word]
+        return k == NO_HEAD or state.heads[k] != NO_HEAD
 
     def _may_push(self, state, word: int, head: int) -> bool:
         """Push ``word`` (with ``head``, or ``-1`` for shift): the last word of
@@ -716,74 +745,133 @@ class ConstrainedArcEager(ConstrainedSystem):
             return False
         return self._may_push(state, b0, NO_HEAD)
 
+    def legal_actions(self, state) -> list[str]:
+        """The legal actions whose preconditions hold, in one pass (the
+        decoder's call in every state), in arc-eager's order.  Where no span
+        is involved (``s0``, ``b0`` and the bottom of ``s0``'s chain in no
+        span) the preconditions are inlined table lookups
+        (:meth:`_find_word_tables`); otherwise the full checks decide."""
+        b, stack, heads, span_of = state.b, state.stack, state.heads, self.span_of
+        if b > self.n:  # only the root is left: s0 takes it as head, or is reduced
+            if not stack:
+                return []
+            s0 = stack[-1]
+            if heads[s0] != NO_HEAD:
+                # no constrained dependent is left in the buffer, and the root is in no span
+                return [REDUCE]
+            if span_of[s0] < 0:
+                return [LEFT] if self.required_head[s0] <= ROOT else []
+            return [LEFT] if self._left_ok(state, s0, ROOT) else []
+        waiting = self.waiting_dep[b]
+        deps_done = waiting < 0 or heads[waiting] != NO_HEAD  # b0's constrained left dependents are attached
+        if not stack:
+            return [SHIFT] if (self.may_shift[b] and deps_done if span_of[b] < 0 else self._shift_ok(state, b)) else []
+        s0 = stack[-1]
+        chain = state.chain[s0]
+        if span_of[b] >= 0 or span_of[s0] >= 0 or span_of[chain] >= 0:
+            return self._checked_actions(state, s0, b)
+        # no span involved: the arc preconditions and the chain's right head, inlined
+        allowed = [SHIFT] if deps_done and self.may_shift[b] else []
+        if heads[s0] == NO_HEAD:
+            required = self.required_head[s0]
+            if (required == NO_HEAD or required == b) and self.rightmost_dep[s0] < b:
+                allowed.append(LEFT)
+        elif self.rightmost_dep[s0] < b:
+            allowed.append(REDUCE)
+        required = self.required_head[b]
+        if (required == NO_HEAD or required == s0) and deps_done and (
+                self.chain_free[chain] or self._covered_chain_ok(state, chain, b)):
+            allowed.append(RIGHT)
+        return allowed
+
+    def _checked_actions(self, state, s0: int, b0: int) -> list[str]:
+        """The legal actions (``b0`` a word, ``s0`` on the stack) that pass
+        the full checks."""
+        allowed = [SHIFT] if self._shift_ok(state, b0) else []
+        if state.heads[s0] == NO_HEAD:
+            if self._left_ok(state, s0, b0):
+                allowed.append(LEFT)
+        elif self._reduce_ok(state, s0, b0):
+            allowed.append(REDUCE)
+        if self._right_ok(state, s0, b0):
+            allowed.append(RIGHT)
+        return allowed
+
+    def forced_labels(self, state, actions: Sequence[str]) -> dict | None:
+        """:meth:`ConstrainedSystem.forced_labels` with arc-eager's two arcs
+        inlined (the decoder asks in every state it scores); the answer may
+        also name an arc action that is not in ``actions``."""
+        stack = state.stack
+        if not stack:
+            return None
+        s0, b = stack[-1], state.b
+        required, labels = self.required_head, self.required_label
+        if b > self.n:
+            return {LEFT: labels[s0]} if required[s0] == ROOT and labels[s0] is not None else None
+        left = labels[s0] if required[s0] == b else None
+        right = labels[b] if required[b] == s0 else None
+        if left is None and right is None:
+            return None
+        return {LEFT: left, RIGHT: right}
+
+    def _covered_chain_ok(self, state, chain: int, b0: int) -> bool:
+        """:meth:`_has_right_head` of a chain bottom in no span, without a
+        constrained head and under a constrained arc, once ``b0`` (in no span)
+        joins its chain."""
+        last = self.cover_end[chain]
+        extent = max(state.extent[chain], self.reach_right[b0])
+        return extent < last and self.outside_head_slots[last] > self.outside_head_slots[extent]
+
     def allowed(self, state, legal: Sequence[str]) -> list[str]:
-        """The ``legal`` actions whose preconditions hold, with the full checks
-        only where the words' static properties (:meth:`_find_free_words`) do
-        not already decide them: ``shift`` of a shift-free word, ``left`` of a
-        left-free word to a head in no span, ``right`` from a word in no span whose headless chain bottom is
-        chain-free to a right-free word, ``reduce`` of a word in no span whose
-        constrained dependents are attached."""
-        b = state.b
-        b0 = b if b <= self.n else ROOT
-        s0 = state.stack[-1] if state.stack else NO_HEAD
-        span_of = self.span_of
-        ok = None  # the allowed actions so far, made only once one is refused
-        for i, action in enumerate(legal):
-            if action == SHIFT:
-                good = self.shift_free[b0] or self._shift_ok(state, b0)
-            elif action == LEFT:
-                good = self.left_free[s0] and span_of[b0] < 0 or self._left_ok(state, s0, b0)
-            elif action == RIGHT:
-                good = (self.right_free[b0] and span_of[s0] < 0 and self.chain_free[state.chain[s0]]
-                        or self._right_ok(state, s0, b0))
-            else:
-                good = span_of[s0] < 0 and self.rightmost_dep[s0] < b or self._reduce_ok(state, s0, b0)
-            if ok is not None:
-                if good:
-                    ok.append(action)
-            elif not good:
-                ok = list(legal[:i])
-        return list(legal) if ok is None else ok
+        """The ``legal`` actions whose preconditions hold (:meth:`legal_actions`)."""
+        ok = self.legal_actions(state)
+        return [action for action in legal if action in ok]
 
     def apply(self, state, action: str, label: str | None = None) -> None:
         """The transition and its bookkeeping; a constrained arc gets its label
-        (:meth:`ConstrainedSystem.apply`, inlined: this runs once per transition)."""
-        b = state.b
-        b0 = b if b <= self.n else ROOT
-        stack = state.stack
-        s0 = stack[-1] if stack else NO_HEAD
-        span_of = self.span_of
+        (:meth:`ConstrainedSystem.apply` and :meth:`ArcEager.apply`, inlined:
+        this runs once per transition)."""
+        b, stack, span_of = state.b, state.stack, self.span_of
         if action == SHIFT:
-            if span_of[b0] >= 0:
-                self._count_push(state, b0, NO_HEAD)
-            state.chain[b0] = b0
-            state.extent[b0] = self.reach_right[b0]
+            if span_of[b] >= 0:
+                self._count_push(state, b, NO_HEAD)
+            state.chain[b] = b
+            state.extent[b] = self.reach_right[b]
             stack.append(b)
             state.b = b + 1
             return
         if action == RIGHT:
-            if span_of[b0] >= 0:
-                self._count_push(state, b0, s0)
-            chain = state.chain[b0] = state.chain[s0]
-            if span_of[b0] >= 0:
-                state.extent[chain] = self._chain_extent(state, chain, b0)
-            elif self.reach_right[b0] > state.extent[chain]:
-                state.extent[chain] = self.reach_right[b0]
-            if span_of[s0] >= 0 or span_of[b0] >= 0:
-                self._note_link(state, s0, b0)
-            head, dep = s0, b0
-        elif action == LEFT:
-            if span_of[s0] >= 0 and span_of[s0] == self._span(b0):
-                state.components -= 1
-            if span_of[s0] >= 0 or self._span(b0) >= 0:
-                self._note_link(state, b0, s0)
-            head, dep = b0, s0
-        else:
-            self.system.apply(state, action, label)
+            s0 = stack[-1]
+            if span_of[b] >= 0:
+                self._count_push(state, b, s0)
+            chain = state.chain[b] = state.chain[s0]
+            if span_of[b] >= 0:
+                state.extent[chain] = self._chain_extent(state, chain, b)
+            elif self.reach_right[b] > state.extent[chain]:
+                state.extent[chain] = self.reach_right[b]
+            if span_of[s0] >= 0 or span_of[b] >= 0:
+                self._note_link(state, s0, b)
+            if self.required_head[b] == s0:
+                label = self.required_label[b] or label
+            state.add_arc(s0, b, label)
+            stack.append(b)
+            state.b = b + 1
             return
-        if self.required_head[dep] == head:
-            label = self.required_label[dep] or label
-        self.system.apply(state, action, label)
+        if action == REDUCE:
+            state.popped[stack.pop()] = 1
+            return
+        if action != LEFT:
+            raise ValueError(f"arc-eager has no action {action!r}")
+        s0 = stack.pop()
+        state.popped[s0] = 1
+        b0 = b if b <= self.n else ROOT  # span_of[ROOT] is -1: the root is in no span
+        if span_of[s0] >= 0 and span_of[s0] == span_of[b0]:
+            state.components -= 1
+        if span_of[s0] >= 0 or span_of[b0] >= 0:
+            self._note_link(state, b0, s0)
+        if self.required_head[s0] == b0:
+            label = self.required_label[s0] or label
+        state.add_arc(b0, s0, label)
 
     def _count_push(self, state, word: int, head: int) -> None:
         span = self.span_of[word]
@@ -888,17 +976,40 @@ class ConstraintFilter:
     state that follows the parser's state one transition per call (the
     transition is read off the state in O(1)); :class:`ReachableArcs` needs no
     bookkeeping and reads the parser's state directly.
+
+    The constrained system (:attr:`constrained`) is built when first used
+    unless given; :meth:`decoding_system` lends one without keeping it.
     """
 
-    def __init__(self, constrained: ConstrainedSystem, satisfiable_checked: bool = True):
-        self.constrained = constrained
+    __slots__ = ("system", "constraints", "n", "_constrained", "satisfiable_checked", "follows_states", "shadow")
+
+    def __init__(self, system: TransitionSystem, constraints: Constraints, n: int, *,
+                 constrained: ConstrainedSystem | None = None, satisfiable_checked: bool = True):
+        self.system, self.constraints, self.n = system, constraints, n
+        self._constrained = constrained
         #: False when the satisfiability run was left to the decoder (see :func:`constrain`)
         self.satisfiable_checked = satisfiable_checked
         #: whether the filter follows the parser's states in a shadow state
-        #: (made on the first call: a parser that lets ``constrained`` advance
-        #: its own states never needs it)
-        self.follows_states = isinstance(constrained, ConstrainedArcEager)
+        #: (made on the first call: a parser that lets the constrained system
+        #: advance its own states never needs it); without a given system, the
+        #: filter's is a :class:`ConstrainedArcEager`
+        self.follows_states = constrained is None or isinstance(constrained, ConstrainedArcEager)
         self.shadow = None
+
+    @property
+    def constrained(self) -> ConstrainedSystem:
+        """The constrained system of the sentence (made on first use, then kept)."""
+        if self._constrained is None:
+            self._constrained = self.decoding_system()
+        return self._constrained
+
+    def decoding_system(self) -> ConstrainedSystem:
+        """The constrained system if made already, else a new one that the
+        filter does not keep: a decoder that takes one per batch lets the
+        per-word tables go with the batch."""
+        if self._constrained is not None:
+            return self._constrained
+        return ConstrainedArcEager(self.system, self.constraints, self.n, checked=True)
 
     def allowed_actions(self, state, legal: Sequence[str]) -> list[str]:
         if not self.follows_states:
@@ -931,11 +1042,17 @@ class ConstraintFilter:
 def constraint_filter(system: TransitionSystem, constraints: Constraints | None, n: int, *,
                       check_satisfiable: bool = True) -> ConstraintFilter | None:
     """The decoding filter for one sentence (``None`` without constraints);
-    the constraints are checked first (``check_satisfiable``: see :func:`constrain`)."""
-    constrained = constrain(system, constraints, n, check_satisfiable=check_satisfiable)
-    if constrained is system:
+    the constraints are checked first (``check_satisfiable``: see
+    :func:`constrain`; without the satisfiability run, the filter's
+    :class:`ConstrainedArcEager` is built when first used)."""
+    if not constraints:
         return None
-    return ConstraintFilter(constrained, check_satisfiable or not isinstance(constrained, ConstrainedArcEager))
+    if isinstance(system, ArcEager) and system.root == "end" and not check_satisfiable:
+        constraints.check_structure(n)
+        return ConstraintFilter(system, constraints, n, satisfiable_checked=False)
+    constrained = constrain(system, constraints, n, check_satisfiable=check_satisfiable)
+    return ConstraintFilter(system, constraints, n, constrained=constrained,
+                            satisfiable_checked=check_satisfiable or not isinstance(constrained, ConstrainedArcEager))
 
 
 def read_constraints_jsonl(path: str) -> dict:

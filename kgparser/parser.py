@@ -105,19 +105,20 @@ class _SpanArcConstraint(DecodingConstraint):
         self.filter = constraint_filter
         #: the satisfiability of the constraints is left to the decoder's run (see ``_decode_batch``)
         self.unchecked = not constraint_filter.satisfiable_checked
-        self.forced_label = constraint_filter.constrained.forced_label  # spares two calls per arc action
         if constraint_filter.follows_states:
             # The decoder's states can carry the span bookkeeping themselves,
-            # which spares the filter's shadow state (each transition applied once).
-            self.state_system = constraint_filter.constrained
+            # which spares the filter's shadow state (each transition applied
+            # once), and the system filters its legal actions as it finds them.
+            # The decoder makes these objects per batch, so the system's
+            # per-word tables go with the batch.
+            self.state_system = constraint_filter.decoding_system()
+            self.forced_label = self.state_system.forced_label  # spares a call
+        else:
+            self.forced_label = constraint_filter.constrained.forced_label
 
     def allowed_actions(self, state, legal_actions):
         if self.state_system is None:
             return self.filter.allowed_actions(state, legal_actions)
-        if len(legal_actions) == 1:
-            # satisfiable, so never stuck: the one action is allowed (when
-            # unchecked, an unsatisfiable set then ends missing its constraints)
-            return legal_actions
         return self.state_system.allowed(state, legal_actions)
 
     def preferred_roots(self, top):
@@ -126,6 +127,8 @@ class _SpanArcConstraint(DecodingConstraint):
         root dependents to a word of such a span would break it)."""
         required = [a.dep for a in self.constraints.arcs if a.head == 0 and a.dep in top]
         closed = [s for s in self.constraints.spans if s.outside == "none"]
+        if not closed:
+            return required + top
         open_top = [d for d in top if not any(s.first <= d <= s.last for s in closed)]
         return required + open_top
 
@@ -134,7 +137,7 @@ def _as_constraint(entry) -> DecodingConstraint | None:
     if entry is None or isinstance(entry, DecodingConstraint):
         return entry
     if isinstance(entry, ConstraintFilter):
-        return _SpanArcConstraint(entry.constrained.constraints, entry)
+        return _SpanArcConstraint(entry.constraints, entry)
     if callable(entry):
         return _FilterConstraint(entry)
     raise TypeError(f"a constraint must be None, a callable or a DecodingConstraint, not {type(entry).__name__}")
@@ -174,7 +177,8 @@ def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None],
     pending = [d for d in range(1, n + 1) if heads[d] == -1]
     if not n:
         return heads, labels
-    root = ((prefer(top) if prefer else []) + labeled_root + top + pending)[0]
+    choice = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
+    root = (choice + labeled_root + top + pending)[0]
     heads[root], labels[root] = 0, ROOT_LABEL
     for d in range(1, n + 1):
         if d == root:
@@ -261,7 +265,7 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, f
     system, network = model.system, model.network
     owners = [c.state_system if c is not None and c.state_system is not None else system
               for c in constraints] if constraints else [system] * len(sentences)
-    states = [owner.initial_state(s.n) for owner, s in zip(owners, sentences)]
+    states = _initial_states(system, sentences, owners)
     live = [i for i, state in enumerate(states) if not system.is_final(state)]
     if not live:
         return states
@@ -269,21 +273,19 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, f
     offsets, pad = inputs["offsets"], inputs["pad_row"]
     projected = network.project(network.encode(inputs))
     arc_actions = model.arc_actions
+    allowed_in = ([_allowed_actions_function(system, c) for c in constraints] if constraints
+                  else [system.legal_actions] * len(sentences))
+    forced_in = [_forced_labels_function(system, c) for c in constraints] if constraints else None
     while live:
         scored, rows, legal_sets = [], [], []
         for i in live:
             state = states[i]
-            legal = system.legal_actions(state)
+            legal = allowed_in[i](state)
             if not legal:
-                raise RuntimeError(f"{system!r}: a non-final state has no legal action")
-            if constraints and constraints[i] is not None:
-                allowed = constraints[i].allowed_actions(state, legal)
-                if not allowed:
-                    if getattr(constraints[i], "unchecked", False):
-                        states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
-                        continue
-                    raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
-                legal = allowed
+                _check_stuck(system, state, i, constraints)  # raises unless an unchecked set is unsatisfiable
+                states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
+                allowed_in[i], forced_in[i] = system.legal_actions, None
+                continue
             if len(legal) == 1 and legal[0] not in arc_actions:
                 owners[i].apply(state, legal[0])
                 continue
@@ -293,18 +295,74 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, f
         if scored:
             hidden = network.hidden(projected, flat_rows(model, rows, len(scored)))
             choices = _best_transitions(model, hidden, [states[i] for i in scored], legal_sets,
-                                        [constraints[i] for i in scored] if constraints else None)
+                                        [forced_in[i] for i in scored] if constraints else None)
             for i, (action, label) in zip(scored, choices):
                 owners[i].apply(states[i], action, label)
         if constraints:
             live = [i for i in live if not system.is_final(states[i])
-                    or _restarted(system, sentences, i, states, owners, constraints, failed)]
+                    or _restarted(system, sentences, i, states, owners, constraints, failed, allowed_in, forced_in)]
         else:
             live = [i for i in live if not system.is_final(states[i])]
     return states
 
 
-def _restarted(system, sentences, i: int, states: list, owners: list, constraints: list, failed: list) -> bool:
+def _initial_states(system, sentences: Sequence, owners: list) -> list:
+    """The initial state of each sentence from its owner; where constrained
+    systems own some, the unconstrained sentences get states of the same class
+    when the system can make them (``unconstrained_state``), which keeps the
+    decoder's attribute lookups specialized to one class."""
+    constrained = next((owner for owner in owners if owner is not system), None)
+    plain_state = getattr(constrained, "unconstrained_state", None) or system.initial_state
+    return [plain_state(s.n) if owner is system else owner.initial_state(s.n) for owner, s in zip(owners, sentences)]
+
+
+def _allowed_actions_function(system, constraint) -> Callable:
+    """``state -> the actions the decoder may take`` for one sentence: the
+    system's legal actions filtered by ``constraint``, in one call where the
+    constraint's system finds them already filtered."""
+    if constraint is None:
+        return system.legal_actions
+    if isinstance(constraint, _SpanArcConstraint) and constraint.state_system is not None:
+        return constraint.state_system.legal_actions
+    legal_actions, allowed_actions = system.legal_actions, constraint.allowed_actions
+
+    def allowed(state):
+        legal = legal_actions(state)
+        return allowed_actions(state, legal) if legal else legal
+
+    return allowed
+
+
+def _forced_labels_function(system, constraint) -> Callable | None:
+    """``(state, legal actions) -> {arc action: label the constraint forces on
+    its arc}`` or ``None`` (none forced) for one sentence, one call per state;
+    ``None`` without a constraint."""
+    if constraint is None:
+        return None
+    if isinstance(constraint, _SpanArcConstraint) and constraint.state_system is not None:
+        return constraint.state_system.forced_labels
+    forced_label, arc_of, arc_actions = constraint.forced_label, system.arc_of, system.arc_actions
+
+    def forced_labels(state, legal):
+        labels = {a: forced_label(*arc_of(state, a)) for a in legal if a in arc_actions}
+        return {a: label for a, label in labels.items() if label is not None} or None
+
+    return forced_labels
+
+
+def _check_stuck(system, state, i: int, constraints: list | None) -> None:
+    """A non-final state of sentence ``i`` where the decoder may take no
+    action: a broken system or decoding constraint raises; only unchecked
+    constraints that no tree satisfies return (the sentence then restarts)."""
+    legal = system.legal_actions(state)
+    if not legal:
+        raise RuntimeError(f"{system!r}: a non-final state has no legal action")
+    if not getattr(constraints[i], "unchecked", False):
+        raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
+
+
+def _restarted(system, sentences, i: int, states: list, owners: list, constraints: list, failed: list,
+               allowed_in: list, forced_in: list) -> bool:
     """Whether the final state of sentence ``i`` misses its unchecked
     constraints, which restarts the sentence without them."""
     constraint = constraints[i]
@@ -312,6 +370,7 @@ def _restarted(system, sentences, i: int, states: list, owners: list, constraint
             or constraint.state_system.satisfied_by(states[i].heads):
         return False
     states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
+    allowed_in[i], forced_in[i] = system.legal_actions, None
     return True
 
 
@@ -322,10 +381,12 @@ def _restart_without_constraints(system, sentence, i: int, owners: list, constra
     return system.initial_state(sentence.n)
 
 
-def _best_transitions(model: Model, hidden, states: list, legal_sets: list, constraints: list | None) -> list:
+def _best_transitions(model: Model, hidden, states: list, legal_sets: list, forced_labels: list | None) -> list:
     """The best legal (action, label) of each state.  As a labeled transition scores
     action + label, each arc action's best label is found in torch for all states at
-    once; only the choice among a state's few legal actions is made in Python."""
+    once; only the choice among a state's few legal actions is made in Python.
+    ``forced_labels``: per state, ``None`` or a function ``(state, legal actions) ->
+    {arc action: forced label} or None`` (see :func:`_forced_labels_function`)."""
     network = model.network
     n_labels = len(model.labels)
     action_scores = network.action_out(hidden)
@@ -337,10 +398,11 @@ def _best_transitions(model: Model, hidden, states: list, legal_sets: list, cons
         best_labels = best_labels.tolist()
     totals = action_scores.tolist()
     action_id, arc_slot, labels = model.action_id, model.arc_slot, model.labels
+    label_rows = None  # the label scores as a NumPy array, made for the first forced label
     choices = []
     for j, legal in enumerate(legal_sets):
         row = totals[j]
-        constraint = constraints[j] if constraints else None
+        forced_here = forced_labels[j](states[j], legal) if forced_labels and forced_labels[j] else None
         best, best_label, best_score = None, None, -math.inf
         for action in legal:
             score = row[action_id[action]]
@@ -348,13 +410,15 @@ def _best_transitions(model: Model, hidden, states: list, legal_sets: list, cons
             if action in model.arc_actions and n_labels:
                 slot = arc_slot[action]
                 label = labels[best_labels[j][slot]]
-                forced = constraint.forced_label(*model.system.arc_of(states[j], action)) if constraint else None
+                forced = forced_here.get(action) if forced_here else None
                 if forced is not None:
                     known = model.label_id.get(forced)
                     if known is not None:  # rescore with the forced label instead of the best one
-                        row_scores = label_scores[j]
-                        score += (row_scores[slot * n_labels + known]
-                                  - row_scores[slot * n_labels + best_labels[j][slot]]).item()
+                        if label_rows is None:
+                            label_rows = label_scores.cpu().numpy()
+                        row_scores = label_rows[j]  # the difference in float32, as torch makes it
+                        score += float(row_scores[slot * n_labels + known]
+                                       - row_scores[slot * n_labels + best_labels[j][slot]])
                     label = forced
             if score > best_score:
                 best, best_label, best_score = action, label, score
@@ -495,20 +559,21 @@ class Parser:
         sentences = self._sentences(data, lenient)
         self.constraint_report = ConstraintReport()
         entries, unsatisfiable = None, []
-        if constraints is not None:
-            entries = self.decoding_constraints(sentences, constraints, on_bad_constraints,
-                                                defer_satisfiability=True)
-        try:
-            trees = decode(self.model, sentences, self.batch_size, entries, unsatisfiable)
-        except DecodingError as error:
-            raise DecodingError(error.index, error.problem,
-                                describe_sentence(sentences[error.index], error.index)) from None
+        with _collector_paused():  # the constraint checks, too, make short-lived acyclic objects
+            if constraints is not None:
+                entries = self.decoding_constraints(sentences, constraints, on_bad_constraints,
+                                                    defer_satisfiability=True)
+            try:
+                trees = decode(self.model, sentences, self.batch_size, entries, unsatisfiable)
+            except DecodingError as error:
+                raise DecodingError(error.index, error.problem,
+                                    describe_sentence(sentences[error.index], error.index)) from None
         for index in sorted(unsatisfiable):
             self._drop_unsatisfiable(sentences[index], index, entries, on_bad_constraints)
         for index, (sentence, (heads, labels)) in enumerate(zip(sentences, trees)):
             sentence.set_tree(heads, labels)
             if entries is not None:
-                self._verify(sentence, index, _as_constraint(entries[index]), heads, labels)
+                self._verify(sentence, index, entries[index], heads, labels)
         return sentences
 
     def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error", *,
@@ -554,7 +619,7 @@ class Parser:
         """The decoder found that no tree satisfies this sentence's constraints
         and parsed it without them: raise, or warn and report."""
         report = self.constraint_report
-        message = (f"{describe_sentence(sentence, index)}: {entries[index].constrained.constraints.where}: "
+        message = (f"{describe_sentence(sentence, index)}: {entries[index].constraints.where}: "
                    f"no projective tree satisfies these constraints")
         if on_bad_constraints == "error":
             raise ConstraintError(message)
@@ -572,11 +637,12 @@ class Parser:
             first = next(c for c in constraints if c.spans or c.arcs)
             raise ConstraintError(f"{first.where}: this model cannot parse with these constraints: {reason}")
 
-    def _verify(self, sentence, index: int, constraint, heads, labels) -> None:
-        """Warn (never silently) when a parse misses its span or arc constraints."""
-        if not isinstance(constraint, _SpanArcConstraint):
+    def _verify(self, sentence, index: int, entry, heads, labels) -> None:
+        """Warn (never silently) when a parse misses its span or arc constraints
+        (``entry``: what :meth:`decoding_constraints` gave for the sentence)."""
+        if not isinstance(entry, ConstraintFilter):
             return
-        problem = constraint.constraints.violation(heads, labels)
+        problem = entry.constraints.violation(heads, labels)
         if problem:
             message = f"{describe_sentence(sentence, index)}: output breaks its constraints: {problem}"
             warnings.warn(message, ConstraintWarning, stacklevel=3)

@@ -56,11 +56,26 @@ def derivations(csys, n):
             continue
         legal = csys.legal_actions(state)
         assert legal, f"dead end in {state.key()} for {csys.constraints}"
+        if isinstance(csys, ConstrainedArcEager):
+            assert legal == full_checks(csys, state), (state.key(), csys.constraints)
+        forced = csys.forced_labels(state, legal) or {}
+        for action in set(legal) & csys.system.arc_actions:
+            assert forced.get(action) == csys.forced_label(*csys.arc_of(state, action))
         for action in legal:
             nxt = state.copy()
             csys.apply(nxt, action, "free")
             todo.append(nxt)
     return trees
+
+
+def full_checks(csys, state):
+    """The allowed actions by the full precondition checks alone, which the
+    table lookups of ``ConstrainedArcEager.legal_actions`` must agree with."""
+    b0 = state.b if state.b <= csys.n else 0
+    s0 = state.stack[-1] if state.stack else NO_HEAD
+    checks = {"shift": lambda: csys._shift_ok(state, b0), "left": lambda: csys._left_ok(state, s0, b0),
+              "right": lambda: csys._right_ok(state, s0, b0), "reduce": lambda: csys._reduce_ok(state, s0, b0)}
+    return [action for action in csys.system.legal_actions(state) if checks[action]()]
 
 
 def spans_of(tree, rng, n):
@@ -107,7 +122,8 @@ def test_constrained_arc_eager_is_sound_and_complete_with_spans_and_arcs():
     (3, [(1, 3, None)], [(3, 3, "none")]),
     (6, [(0, 1, None), (4, 3, None), (1, 6, None)], [(3, 5, "root"), (6, 6, "none")]),
     (5, [(1, 5, None), (2, 3, None)], [(3, 4, "free"), (5, 5, "none")]),
-], ids=["forced-root", "possible-roots", "right-head", "span-in-subtree", "constrained-root-reach"])
+    (5, [(2, 5, None)], [(5, 5, "none")]),
+], ids=["forced-root", "possible-roots", "right-head", "span-in-subtree", "constrained-root-reach", "covered-chain"])
 def test_combinations_where_the_plain_conjunction_of_preconditions_gets_stuck(n, arcs, spans):
     trees = expected(n, arcs, spans)
     assert trees
@@ -285,6 +301,19 @@ def test_no_constraints_gives_back_the_system():
     assert constrain(EAGER_END, Constraints(), 4) is EAGER_END
     assert constrain(EAGER_END, None, 4) is EAGER_END
     assert constraint_filter(EAGER_END, Constraints(), 4) is None
+
+
+def test_unchecked_filters_lend_their_system_until_it_is_kept():
+    """A parser leaves the satisfiability run to its decoding and takes the
+    system per batch, so that the per-word tables go with the batch."""
+    unchecked = constraint_filter(EAGER_END, Constraints([(2, 1, None)]), 3, check_satisfiable=False)
+    assert not unchecked.satisfiable_checked and unchecked.follows_states
+    lent = unchecked.decoding_system()
+    assert isinstance(lent, ConstrainedArcEager) and unchecked.decoding_system() is not lent
+    kept = unchecked.constrained
+    assert unchecked.decoding_system() is kept is unchecked.constrained
+    checked = constraint_filter(EAGER_END, Constraints([(2, 1, None)]), 3)
+    assert checked.satisfiable_checked and checked.decoding_system() is checked.constrained
 
 
 def test_decoding_filter_refuses_to_skip_states():
