@@ -9,7 +9,7 @@ import pytest
 from harness import assert_exact_dynamic_oracle, assert_static_oracle_builds, coverage
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
-from kgparser.transitions._attardi_table import BufferReduction
+from kgparser.transitions._attardi_table import BufferReduction, FutureLoss
 from kgparser.transitions.attardi import AttardiOptionError
 from kgparser.transitions.base import resolved_heads
 from kgparser.transitions.checking import check_dynamic_oracle, check_static_oracle
@@ -219,3 +219,31 @@ def test_real_sentences_with_errors_stay_within_budget():
                 action = rng.choice([a for a, c in costs.items() if c == 0])
             SYSTEM.apply(state, action)
         assert oracle.fallbacks == 0
+
+
+def test_reused_oracle_takes_the_configuration_loss_from_its_previous_call(monkeypatch):
+    """Along a computation, the loss of each state was computed by the
+    previous call (for one of its successors): a reused oracle gives the
+    costs of a fresh one without tables for the configuration itself."""
+    configuration_tables = []
+    exact = FutureLoss.exact
+
+    def recording_exact(self, budget, at_least=0, at_most=None):
+        if at_most is not None:
+            configuration_tables.append(self)
+        return exact(self, budget, at_least, at_most)
+
+    monkeypatch.setattr(FutureLoss, "exact", recording_exact)
+    rng = random.Random(15)
+    reused_tables = 0
+    for _ in range(30):
+        gold = derived_tree(rng.randint(8, 12), rng)
+        reused = SYSTEM.dynamic_oracle(gold)
+        state = SYSTEM.initial_state(len(gold) - 1)
+        while not SYSTEM.is_final(state):
+            before = len(configuration_tables)
+            costs = reused.costs(state)
+            reused_tables += len(configuration_tables) - before
+            assert SYSTEM.dynamic_oracle(gold).costs(state) == costs
+            SYSTEM.apply(state, rng.choice(list(costs)))
+    assert reused_tables == 0 and configuration_tables

@@ -98,8 +98,10 @@ def test_future_loss_spends_its_budget():
 
 
 def test_tables_alone_give_exact_costs(monkeypatch):
-    """With a useless greedy bound every successor goes through the tables."""
+    """With a useless greedy bound every successor goes through the tables,
+    which cut items by the outside bound whatever the length of ``γ``."""
     monkeypatch.setattr(table, "greedy_excess", lambda gold_pos, doomed, ell: len(gold_pos))
+    monkeypatch.setattr(table, "CUT_FROM", 0)
     rng = random.Random(12)
     golds = {n: [derived_tree(n, rng) for _ in range(3)] for n in (3, 4, 5)}
     assert_exact_dynamic_oracle(SYSTEM, [3, 4, 5], 0, trees=lambda n, _: golds[n])
@@ -132,3 +134,30 @@ def test_exactness_checks_reach_every_table_path(monkeypatch):
         report = check_dynamic_oracle(SYSTEM, derived_tree(5, rng))
         assert report.states > 0 and not report.problems, report.problems[:3]
     assert outcomes == {"found", "over bound", "configuration", "bounds"}
+
+
+def test_tables_cut_by_the_outside_bound_are_exact_at_every_bound(monkeypatch):
+    """Cutting items whose excess plus the words they leave without their
+    gold head passes the bound changes no result at any bound, and cuts work."""
+    monkeypatch.setattr(table, "CUT_FROM", 0)
+    rng = random.Random(14)
+    futures = []
+    for _ in range(40):
+        n = rng.randint(5, 10)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in random_states(n, rng, 6):
+            futures.append(FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9)))
+
+    def run(future, bound):
+        budget = Budget(10**9)
+        found = table._least_excess(future.gold_pos, future.doomed, future.ell, bound, budget)
+        return found, 10**9 - budget.left
+
+    cut = [[run(future, bound) for bound in range(len(future.gold_pos))] for future in futures]
+    monkeypatch.setattr(table, "_within_bound", lambda pairs, *rest: pairs)
+    uncut = [[run(future, bound) for bound in range(len(future.gold_pos))] for future in futures]
+    assert [[found for found, _ in runs] for runs in cut] == [[found for found, _ in runs] for runs in uncut]
+    cut_work = sum(work for runs in cut for _, work in runs)
+    uncut_work = sum(work for runs in uncut for _, work in runs)
+    assert cut_work < uncut_work

@@ -121,7 +121,8 @@ class FutureLoss:
     computation (:func:`greedy_excess`) gives an upper bound on the excess:
     ``lower``/``upper`` bound the future loss in O(|γ|), and when they meet
     no table is needed.  Otherwise :meth:`exact` fills tables that only keep
-    items whose excess is at most a bound (see :func:`_least_excess`).
+    items whose excess, plus the words they leave without their gold head,
+    is at most a bound (see :func:`_least_excess` and :func:`_within_bound`).
 
     Building it spends one unit of ``budget`` per word of ``γ``.
     """
@@ -285,6 +286,10 @@ Cell = tuple[dict, "dict | None"]
 #: stands for ``h1`` in the shared items of a cell of buffer words
 BASE = -3
 
+#: the least ``|γ|`` whose tables cut items by :func:`_within_bound`: on
+#: shorter ones, counting what the items owe costs more than the cut saves
+CUT_FROM = 16
+
 
 def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
                   budget: Budget) -> int | None:
@@ -307,9 +312,14 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
     arc to or from the span have the same items up to renaming ``h1``: the
     cell keeps them once, with :data:`BASE` for ``h1``, and items per ``h1``
     only for the others (:func:`_linked_bases`).
+
+    Each cell keeps only the items that :func:`_within_bound` finds can still
+    be in a final item within ``bound`` (when ``|γ| >=`` :data:`CUT_FROM`).
     """
     m = len(gold_pos)
     linked = _linked_bases(gold_pos, ell)
+    dependents = _gold_dependents(gold_pos)
+    owed = _owed(gold_pos, dependents, ell) if m >= CUT_FROM else None
     table: list[list[Cell | None]] = [[None] * (m + 1) for _ in range(m + 1)]
     table[0][1] = ({BOTTOM: {(BOTTOM, 0): 0}}, None)
     for i in range(1, ell):
@@ -345,24 +355,115 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
                         if out is None:
                             out = bases[h1] = {}
                         work += _extend(h1, pairs, right, out, gold_pos, doomed, bound)
+            owed_here = owed[i][j] if owed else 0
             if buffer_only:
-                for h1 in linked[i][j]:
-                    bases.setdefault(h1, {})
-            else:  # an h1 without items would only cost lookups later
+                # the linked h1 keep their (maybe empty) items: they differ from the shared ones
+                if owed_here:
+                    bases = {h1: _within_bound(bases.get(h1, {}), gold_pos, dependents, i, 0, j, owed_here,
+                                               bound)
+                             for h1 in linked[i][j]}
+                    shared = _within_bound(shared, gold_pos, dependents, i, 0, j, owed_here, bound)
+                else:
+                    for h1 in linked[i][j]:
+                        bases.setdefault(h1, {})
+            elif owed_here:  # an h1 without items would only cost lookups later
+                lo = max(i - 1, 0)
+                bases = {h1: kept for h1, pairs in bases.items()
+                         if (kept := _within_bound(pairs, gold_pos, dependents, lo, lo, j, owed_here, bound))}
+            else:
                 bases = {h1: pairs for h1, pairs in bases.items() if pairs}
             budget.spend(work)
             table[i][j] = (bases, shared)
     return table[0][m][0].get(BOTTOM, {}).get((BOTTOM, 0))
 
 
+def _gold_dependents(gold_pos: list[int]) -> list[list[int]]:
+    """The positions whose gold head is each position of ``γ``."""
+    dependents: list[list[int]] = [[] for _ in gold_pos]
+    for q, head in enumerate(gold_pos):
+        if head >= 0:
+            dependents[head].append(q)
+    return dependents
+
+
+def _owed(gold_pos: list[int], dependents: list[list[int]], ell: int) -> list[list[int]]:
+    """``owed[i][j]``: the words still to be attached after the computations
+    of the items of ``T[i][j]`` whose gold head is in the span of
+    :func:`_within_bound`.  In a cell of stack words (``i < ℓ``), the span is
+    ``γ[lo..j-1]`` with ``lo = max(i - 1, 0)`` and those words are the ones
+    outside it; in a cell of buffer words the span is ``γ[i..j-1]`` and those
+    words are from ``j`` (the words between ``h1`` and ``i`` may be gone).
+    O(|γ|^2), each row built incrementally as ``j`` grows: the new span word
+    adds its gold dependents outside the span and leaves their count if its
+    gold head is in the span."""
+    m = len(gold_pos)
+    later = [sum(q > x for q in dependents[x]) for x in range(m)]
+    owed = []
+    for i in range(m):
+        lo = max(i - 1, 0) if i < ell else i
+        row = [0] * (lo + 1)
+        total = 0
+        for x in range(lo, m):
+            total += later[x]
+            if i < ell:
+                for q in dependents[x]:
+                    if q < lo:
+                        total += 1
+            if lo <= gold_pos[x] < x:
+                total -= 1
+            row.append(total)
+        owed.append(row)
+    return owed
+
+
+def _within_bound(pairs: dict, gold_pos: list[int], dependents: list[list[int]], lo: int, below: int,
+                  j: int, owed: int, bound: int) -> dict:
+    """The items ``[h1, h2 h3]`` of a cell ``T[i][j]`` whose excess plus a
+    lower bound on the excess still to come is within ``bound``: an item
+    outside it is in no final item within it.
+
+    The computation of an item pops every word of its span ``γ[lo..j-1]``
+    but ``h2``, ``h3`` and the root.  In a cell of stack words (``i < ℓ``),
+    ``h1 = lo = i - 1`` (or ``$``, and ``lo = 0``, when ``i = 0``) and may be
+    popped by ``la``/``la2``; every word outside the span is still to be
+    attached afterwards: the stack words below ``lo`` (no reduction comes
+    before the configuration) and the buffer words from ``j`` (``below =
+    lo``).  In a cell of buffer words, ``lo = i`` and only the words from
+    ``j`` are known to be still there (``below = 0``).  A word still to be
+    attached (those, ``h2`` and ``h3``) whose gold head is popped costs 1
+    more: its gold head is in ``γ``, so it is not doomed.  Counted as the
+    ``owed`` words (see :func:`_owed`), less the gold dependents of
+    ``h2`` and ``h3`` among them, plus ``h2`` and ``h3`` when their gold
+    head is popped (at most 2 more).  ``h2`` may be :data:`BASE` (an
+    ``h1`` with no gold arc to or from the span) or ``$``.
+    """
+    if not owed:
+        return pairs
+    kept = {}
+    for (h2, h3), value in pairs.items():
+        if value + owed > bound:
+            rest = owed
+            for h, other in ((h2, h3), (h3, h2)):
+                if h < 0:
+                    continue
+                if lo <= h < j:
+                    for q in dependents[h]:
+                        if q < below or q >= j:
+                            rest -= 1
+                if h > 0:
+                    head = gold_pos[h]
+                    rest += lo <= head < j and head != other
+            if value + rest > bound:
+                continue
+        kept[(h2, h3)] = value
+    return kept
+
+
 def _linked_bases(gold_pos: list[int], ell: int) -> list[list[list[int]]]:
     """``linked[i][j]`` (``i >= ℓ``): the positions before ``i`` with a gold
     arc to or from ``γ[i..j-1]``.  O(|γ|^2) lists, built incrementally."""
     m = len(gold_pos)
-    dependents: list[list[int]] = [[] for _ in range(m)]
-    for q, head in enumerate(gold_pos):
-        if head >= 0:
-            dependents[head].append(q)
+    dependents = _gold_dependents(gold_pos)
     linked: list[list[list[int]]] = [[] for _ in range(m)]
     for i in range(ell, m):
         row: list[list[int]] = [[]] * (i + 1)

@@ -198,6 +198,26 @@ class AttardiStaticOracle:
         return SHIFT if state.b < len(heads) else RIGHT
 
 
+def _future_loss_from(previous: tuple[list[int], int, dict[str, int]] | None, stack: list[int],
+                      b: int) -> int | None:
+    """The future loss of the configuration with this stack and first buffer
+    word ``b`` if it is a successor of the previous call's (see
+    :attr:`AttardiDynamicOracle._previous`), else ``None``."""
+    if previous is None:
+        return None
+    before, before_b, futures = previous
+    for action, future in futures.items():
+        if action == SHIFT:
+            if b == before_b + 1 and stack[:-1] == before and stack[-1] == before_b:
+                return future
+        elif b == before_b and len(stack) == len(before) - 1:
+            after = before[:]
+            after.remove(_arc(before, action)[1])
+            if after == stack:
+                return future
+    return None
+
+
 class _MissingDependents:
     """``missing[w]``: how many gold dependents of ``w`` lack their gold arc,
     computed on demand (only the few words the oracle asks about)."""
@@ -253,6 +273,10 @@ class AttardiDynamicOracle:
         self.buffer_reduction = BufferReduction(self.gold, self.kids)
         self.work_limit = work_limit
         self.fallbacks = 0
+        #: the last call's stack, first buffer word and future loss of the
+        #: successor by each legal action (the next call, in a computation, is
+        #: on one of those successors)
+        self._previous: tuple[list[int], int, dict[str, int]] | None = None
 
     def costs(self, state: StackBufferState) -> dict[str, int]:
         stack, b = state.stack, state.b
@@ -260,16 +284,17 @@ class AttardiDynamicOracle:
         if len(legal) == 1:
             return {legal[0]: 0}
         budget = Budget(self.work_limit)
+        previous, self._previous = self._previous, None
         try:
-            losses = self._successor_losses(stack, b, legal, budget)
+            losses = self._successor_losses(stack, b, legal, budget, previous)
         except OverBudget:
             self.fallbacks += 1
             return self.approximate_costs(state)
         best = min(losses.values())
         return {action: loss - best for action, loss in losses.items()}
 
-    def _successor_losses(self, stack: list[int], b: int, legal: list[str],
-                          budget: Budget) -> dict[str, int]:
+    def _successor_losses(self, stack: list[int], b: int, legal: list[str], budget: Budget,
+                          previous: tuple[list[int], int, dict[str, int]] | None) -> dict[str, int]:
         """Loss of the successor by each legal action, less the wrong arcs of
         ``c``.
 
@@ -281,7 +306,10 @@ class AttardiDynamicOracle:
         upper bound, else it comes from the tables of ``c`` (within those
         two).  A reduction changes β_R only if its dependent has its gold
         head in the buffer (condition (i) of section 5.2), so the reductions
-        mostly share the reduced buffer of ``c``.
+        mostly share the reduced buffer of ``c``.  The future loss of ``c``
+        is usually known from ``previous`` (the previous call computed it for
+        one of its successors), and this call leaves its successors' in
+        ``self._previous``.
         """
         gold, reduction = self.gold, self.buffer_reduction
         reduced = None
@@ -302,17 +330,21 @@ class AttardiDynamicOracle:
                 after_reduced = reduced
             successors[action] = (int(gold[dep] != head), FutureLoss(gold, after, after_reduced, budget))
         if all(future.lower == future.upper for _, future in successors.values()):
-            return {action: arc + future.lower for action, (arc, future) in successors.items()}
-        lowest = min(arc + future.lower for arc, future in successors.values())
-        least_upper = min(arc + future.upper for arc, future in successors.values())
-        if lowest == least_upper:
-            loss = lowest
+            losses = {action: arc + future.lower for action, (arc, future) in successors.items()}
         else:
-            if reduced is None:
-                reduced = reduction.reduced(stack, b)
-            loss = FutureLoss(gold, stack, reduced, budget).exact(budget, lowest, least_upper)
-        return {action: arc + future.exact(budget, loss - arc)
-                for action, (arc, future) in successors.items()}
+            lowest = min(arc + future.lower for arc, future in successors.values())
+            least_upper = min(arc + future.upper for arc, future in successors.values())
+            loss = _future_loss_from(previous, stack, b)
+            if loss is None and lowest == least_upper:
+                loss = lowest
+            elif loss is None:
+                if reduced is None:
+                    reduced = reduction.reduced(stack, b)
+                loss = FutureLoss(gold, stack, reduced, budget).exact(budget, lowest, least_upper)
+            losses = {action: arc + future.exact(budget, loss - arc)
+                      for action, (arc, future) in successors.items()}
+        self._previous = (stack[:], b, {action: losses[action] - arc for action, (arc, _) in successors.items()})
+        return losses
 
     def approximate_costs(self, state: StackBufferState) -> dict[str, int]:
         """O(n) fallback for configurations over the work budget.
