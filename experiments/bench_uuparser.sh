@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Side-by-side speed and accuracy of UUParser and kgparser on UD English-EWT.
+#
+# UUParser (de Lhoneux, Stymne & Nivre 2017; Smith et al. 2018) is the DyNet
+# BiLSTM parser that kgparser's arc-hybrid(+swap) models follow.  This script
+# installs release 2.4 from PyPI (the code of https://github.com/UppsalaNLP/uuparser)
+# in its own virtual environment, trains it on EWT train with gold UPOS,
+# scores the dev parse after every epoch, parses EWT test with a saved model,
+# and prints a table comparable with the kgparser figures in BENCHMARKS.md.
+# No UUParser code is kept in this repository.
+#
+#   experiments/bench_uuparser.sh setup           # venv + dyNET38 + uuparser 2.4 (needs PyPI)
+#   experiments/bench_uuparser.sh train           # trains EPOCHS epochs (default 30), one thread
+#   experiments/bench_uuparser.sh table           # per-epoch seconds, tokens/s, dev UAS/LAS
+#   experiments/bench_uuparser.sh parse [EPOCH]   # times the test parse with that epoch's model
+#                                                 # (default: the latest saved) and scores it
+#
+# `train` runs in the foreground; for long runs start it with nohup and call
+# `table` while it runs.  Settings (environment variables, with defaults):
+#   UD=../shared/ud/UD_English-EWT   WORK=../uuparser-bench   EPOCHS=30
+#   UUPARSER_SRC=                    a git checkout to install instead of PyPI's 2.4, e.g.
+#       git clone https://github.com/UppsalaNLP/uuparser && UUPARSER_SRC=$PWD/uuparser
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+UD=${UD:-$REPO/../shared/ud/UD_English-EWT}
+WORK=${WORK:-$REPO/../uuparser-bench}
+EPOCHS=${EPOCHS:-30}
+KGPARSER=${KGPARSER:-$REPO/.venv/bin/kgparser}
+MODELDIR=$WORK/ewt
+LOG=$MODELDIR/uuparser.log           # loguru's DEBUG log, millisecond timestamps
+
+# DyNet is single-threaded on CPU; pin the BLAS/OpenMP pools too, as kgparser's threads: 1.
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# uuparser scores dev with its CoNLL 2017 script through a bare `python`.
+export PATH=$WORK/venv/bin:$PATH
+
+setup() {
+    python3 -m venv "$WORK/venv"
+    # uuparser's metadata asks for `dynet`, which has no wheels for Python >= 3.8;
+    # dyNET38 is the fork that does and provides the same `dynet` module.
+    "$WORK/venv/bin/pip" install dynet38==2.2 numpy h5py loguru tqdm
+    "$WORK/venv/bin/pip" install --no-deps "${UUPARSER_SRC:-uuparser==2.4}"
+}
+
+# UUParser's defaults (arc-hybrid + swap, static-dynamic oracle, 100-d words,
+# 500-d characters through a 100-d char BiLSTM, 2 x 125 BiLSTM, MLP 100) plus
+# 25-d UPOS embeddings: its default --pos-emb-size is 0 (no tags).
+train() {
+    mkdir -p "$WORK"
+    uptime > "$WORK/train.uptime"
+    uuparser --trainfile "$UD/en_ewt-ud-train.conllu" --devfile "$UD/en_ewt-ud-dev.conllu" \
+        --outdir "$MODELDIR" --epochs "$EPOCHS" --pos-emb-size 25 \
+        --dynet-seed 1 --dynet-mem 2000 --logfile "$LOG"
+}
+
+latest_epoch() {
+    ls "$MODELDIR" | sed -n 's/^barchybrid\.model\([0-9][0-9]*\)$/\1/p' | sort -n | tail -1
+}
+
+words_in() {   # syntactic words of a CoNLL-U file (integer IDs only)
+    awk -F'\t' '$1 ~ /^[0-9]+$/ {n++} END {print n}' "$1"
+}
+
+parse() {
+    local epoch=${1:-$(latest_epoch)}
+    local out=$WORK/test-epoch$epoch test=$UD/en_ewt-ud-test.conllu start end
+    mkdir -p "$out"
+    uptime | tee "$out/uptime"
+    start=$(date +%s.%N)
+    TIMEFORMAT="uuparser --predict: %R s wall, %U s user + %S s system CPU"
+    time uuparser --predict --testfile "$test" --modeldir "$MODELDIR" --model "barchybrid.model$epoch" \
+        --outdir "$out" --disable-pred-eval --logfile "$out/uuparser.log"
+    end=$(date +%s.%N)
+    python3 - "$start" "$end" "$(words_in "$test")" "$out/uuparser.log" <<'EOF'
+import sys
+from datetime import datetime
+start, end, words, log = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+def stamp(line):
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+lines = open(log, encoding="utf-8").read().splitlines()
+loaded = stamp(next(l for l in lines if "Loading model" in l))
+written = stamp([l for l in lines if "Writing to" in l][-1])
+print(f"test words {words}; whole command {end - start:.1f} s ({words / (end - start):.0f} tokens/s); "
+      f"parsing after the model is loaded {written - loaded:.1f} s ({words / (written - loaded):.0f} tokens/s)")
+EOF
+    "$KGPARSER" evaluate "$test" "$out/out.conllu"
+}
+
+# Per epoch from the log: training = Train() alone (after the train file is
+# read), dev parse = "Predicting on dev data" to the written dev file.
+table() {
+    python3 - "$LOG" "$MODELDIR" "$(words_in "$UD/en_ewt-ud-train.conllu")" \
+        "$(words_in "$UD/en_ewt-ud-dev.conllu")" "$UD/en_ewt-ud-dev.conllu" "$KGPARSER" <<'EOF'
+import json, re, subprocess, sys
+from datetime import datetime
+log, modeldir, train_words, dev_words, dev_gold, kgparser = sys.argv[1:]
+train_words, dev_words = int(train_words), int(dev_words)
+def stamp(line):
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+events = {}   # epoch -> {event: time}
+epoch = 0
+for line in open(log, encoding="utf-8"):
+    if m := re.search(r"Starting epoch (\d+)", line):
+        epoch = int(m.group(1))
+    for key, pattern in (("train", "Length of training data"), ("trained", "Finished epoch"),
+                         ("dev", "Predicting on dev data"), ("parsed", r"Writing to .*dev_epoch_\d+\.conllu$")):
+        if epoch and re.search(pattern, line.rstrip()):
+            events.setdefault(epoch, {})[key] = stamp(line)
+print("| epoch | training s | training tokens/s | dev parse s | dev parse tokens/s | dev UAS | dev LAS |")
+print("|---|---|---|---|---|---|---|")
+for epoch, t in sorted(events.items()):
+    if "parsed" not in t:
+        continue
+    train_s, dev_s = t["trained"] - t["train"], t["parsed"] - t["dev"]
+    scores = json.loads(subprocess.run([kgparser, "evaluate", "--json", dev_gold,
+                                        f"{modeldir}/dev_epoch_{epoch}.conllu"],
+                                       check=True, capture_output=True, text=True).stdout)
+    print(f"| {epoch} | {train_s:.0f} | {train_words / train_s:.0f} | {dev_s:.0f} | {dev_words / dev_s:.0f} "
+          f"| {100 * scores['uas']:.2f} | {100 * scores['las']:.2f} |")
+EOF
+}
+
+case "${1:-}" in
+    setup|train|table) "$1" ;;
+    parse) parse "${2:-}" ;;
+    *) sed -n '2,22p' "$0"; exit 2 ;;
+esac
