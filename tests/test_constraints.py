@@ -43,29 +43,42 @@ def satisfies(tree, arcs, spans):
     return True
 
 
-def derivations(csys, n):
-    """Trees of every constrained computation; asserts no dead ends."""
-    trees, seen, todo = set(), set(), [csys.initial_state(n)]
+def final_states(csys, n, check_state=None):
+    """The distinct final states of every computation of ``csys`` (runs that
+    get stuck end nowhere); ``check_state(state, legal)`` sees every non-final one."""
+    finals, seen, todo = [], set(), [csys.initial_state(n)]
     while todo:
         state = todo.pop()
         if state.key() in seen:
             continue
         seen.add(state.key())
         if csys.is_final(state):
-            trees.add(tuple(0 if h == NO_HEAD else h for h in state.heads[1:]))
+            finals.append(state)
             continue
         legal = csys.legal_actions(state)
-        assert legal, f"dead end in {state.key()} for {csys.constraints}"
-        if isinstance(csys, ConstrainedArcEager):
-            assert legal == full_checks(csys, state), (state.key(), csys.constraints)
-        forced = csys.forced_labels(state, legal) or {}
-        for action in set(legal) & csys.system.arc_actions:
-            assert forced.get(action) == csys.forced_label(*csys.arc_of(state, action))
+        if check_state:
+            check_state(csys, state, legal)
         for action in legal:
             nxt = state.copy()
             csys.apply(nxt, action, "free")
             todo.append(nxt)
-    return trees
+    return finals
+
+
+def check_constrained_state(csys, state, legal):
+    """No dead end; the table lookups and forced labels agree with the full checks."""
+    assert legal, f"dead end in {state.key()} for {csys.constraints}"
+    if isinstance(csys, ConstrainedArcEager):
+        assert legal == full_checks(csys, state), (state.key(), csys.constraints)
+    forced = csys.forced_labels(state, legal) or {}
+    for action in set(legal) & csys.system.arc_actions:
+        assert forced.get(action) == csys.forced_label(*csys.arc_of(state, action))
+
+
+def derivations(csys, n):
+    """Trees of every constrained computation; asserts no dead ends."""
+    return {tuple(0 if h == NO_HEAD else h for h in state.heads[1:])
+            for state in final_states(csys, n, check_constrained_state)}
 
 
 def full_checks(csys, state):
@@ -178,21 +191,7 @@ def test_random_constraint_sets_are_rejected_exactly_when_no_tree_satisfies_them
 def runs_meeting_constraints(csys, n) -> set:
     """Trees of the computations of ``csys`` that end meeting its constraints
     (runs that get stuck end nowhere)."""
-    trees, seen, todo = set(), set(), [csys.initial_state(n)]
-    while todo:
-        state = todo.pop()
-        if state.key() in seen:
-            continue
-        seen.add(state.key())
-        if csys.is_final(state):
-            if csys.satisfied_by(state.heads):
-                trees.add(tuple(state.heads[1:]))
-            continue
-        for action in csys.legal_actions(state):
-            nxt = state.copy()
-            csys.apply(nxt, action, "free")
-            todo.append(nxt)
-    return trees
+    return {tuple(state.heads[1:]) for state in final_states(csys, n) if csys.satisfied_by(state.heads)}
 
 
 def test_decoding_runs_find_every_unsatisfiable_arc_set():
