@@ -56,10 +56,6 @@ def tree_problem(heads: Sequence[int]) -> str | None:
     return None
 
 
-def is_tree(heads: Sequence[int]) -> bool:
-    return tree_problem(heads) is None
-
-
 def descendant_spans(heads: Sequence[int]) -> tuple[list[int], list[int]]:
     """Leftmost and rightmost word dominated by each node (itself included)."""
     n = len(heads) - 1
