@@ -659,10 +659,13 @@ class Parser:
             return [s.copy() for s in items]
         return sentences_from_tokens(items)
 
-    def parse_file(self, source: str | Path, target, *, lenient: bool = False) -> int:
-        """Parse a CoNLL-U file into ``target`` (path or text file); returns the sentence count."""
+    def parse_file(self, source: str | Path, target, **options) -> list:
+        """Parse a CoNLL-U file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
+        open text file) and return the parsed sentences; ``options`` are
+        :meth:`parse`'s (``constraints``, ``on_bad_constraints``, ``lenient``).
+        Nothing is written when parsing fails."""
         from .conllu_io import write_conllu
 
-        sentences = self.parse(source, lenient=lenient)
+        sentences = self.parse(source, **options)
         write_conllu(sentences, target)
-        return len(sentences)
+        return sentences

@@ -54,6 +54,10 @@ def test_parses_forms_pairs_sentences_and_files(checkpoint, tmp_path):
     path = tmp_path / "in.conllu"
     path.write_text(text, encoding="utf-8")
     assert parser.parse(path)[0].to_conllu() == out
+    target = tmp_path / "out.conllu.gz"
+    written = parser.parse_file(path, target)
+    assert [s.to_conllu() for s in written] == [out]
+    assert [s.to_conllu() for s in parser.parse(target)] == [out]
 
 
 def test_long_sentences_empty_input_and_batching(checkpoint):

@@ -32,14 +32,8 @@ def run(args: argparse.Namespace) -> int:
         raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
     parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
     started = time.perf_counter()
-    if args.constraints is None:
-        sentences = parser.parse(args.input, lenient=args.lenient)
-    else:
-        sentences = parser.parse(args.input, lenient=args.lenient, constraints=args.constraints,
-                                 on_bad_constraints=args.on_bad_constraints)
-    from ..conllu_io import write_conllu
-
-    write_conllu(sentences, args.output if args.output else sys.stdout)
+    sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout, lenient=args.lenient,
+                                  constraints=args.constraints, on_bad_constraints=args.on_bad_constraints)
     seconds = time.perf_counter() - started
     words = sum(s.n for s in sentences)
     print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "
