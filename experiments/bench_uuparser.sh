@@ -11,6 +11,7 @@
 #
 #   experiments/bench_uuparser.sh setup           # venv + dyNET38 + uuparser 2.4 (needs PyPI)
 #   experiments/bench_uuparser.sh train           # trains EPOCHS epochs (default 30), one thread
+#   experiments/bench_uuparser.sh resume          # continues an interrupted train from its last epoch
 #   experiments/bench_uuparser.sh table           # per-epoch seconds, tokens/s, dev UAS/LAS
 #   experiments/bench_uuparser.sh parse [EPOCH]   # times the test parse with that epoch's model
 #                                                 # (default: the latest saved) and scores it
@@ -46,12 +47,27 @@ setup() {
 # UUParser's defaults (arc-hybrid + swap, static-dynamic oracle, 100-d words,
 # 500-d characters through a 100-d char BiLSTM, 2 x 125 BiLSTM, MLP 100) plus
 # 25-d UPOS embeddings: its default --pos-emb-size is 0 (no tags).
+uuparser_train() {
+    uuparser --trainfile "$UD/en_ewt-ud-train.conllu" --devfile "$UD/en_ewt-ud-dev.conllu" \
+        --outdir "$MODELDIR" --epochs "$EPOCHS" --pos-emb-size 25 \
+        --dynet-seed 1 --dynet-mem 2000 --logfile "$LOG" "$@"
+}
+
 train() {
     mkdir -p "$WORK"
     uptime > "$WORK/train.uptime"
-    uuparser --trainfile "$UD/en_ewt-ud-train.conllu" --devfile "$UD/en_ewt-ud-dev.conllu" \
-        --outdir "$MODELDIR" --epochs "$EPOCHS" --pos-emb-size 25 \
-        --dynet-seed 1 --dynet-mem 2000 --logfile "$LOG"
+    uuparser_train
+}
+
+# Continue an interrupted `train` from its latest saved epoch (UUParser's own
+# --continue).  DyNet saves the weights but not the trainer, so Adam's moment
+# estimates restart from zero at the first resumed epoch.
+resume() {
+    local last
+    last=$(latest_epoch)
+    [ -n "$last" ] || { echo "no saved epoch in $MODELDIR: run train first" >&2; exit 1; }
+    uptime >> "$WORK/train.uptime"
+    uuparser_train --continue --continueModel "$MODELDIR/barchybrid.model$last" --first-epoch $((last + 1))
 }
 
 latest_epoch() {
@@ -122,7 +138,7 @@ EOF
 }
 
 case "${1:-}" in
-    setup|train|table) "$1" ;;
+    setup|train|resume|table) "$1" ;;
     parse) parse "${2:-}" ;;
-    *) sed -n '2,22p' "$0"; exit 2 ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
 esac
