@@ -77,6 +77,8 @@ class ModelConfig:
     lstm_layers: int = 2
     #: BiLSTM units per direction
     lstm_hidden: int = 125
+    #: dropout on the vectors fed to the first BiLSTM layer (word, tag, pretrained and character vectors)
+    input_dropout: float = 0.0
     #: dropout between BiLSTM layers
     lstm_dropout: float = 0.0
     mlp_hidden: int = 100
@@ -230,8 +232,9 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: training.p_agg: must be within [0, 1], got {config.training.p_agg!r}")
     if not 0.0 <= config.model.pos_dropout <= 1.0:
         raise ConfigError(f"{source}: model.pos_dropout: must be within [0, 1], got {config.model.pos_dropout!r}")
-    if not 0.0 <= config.model.lstm_dropout < 1.0:
-        raise ConfigError(f"{source}: model.lstm_dropout: must be within [0, 1), got {config.model.lstm_dropout!r}")
+    for path in ("model.input_dropout", "model.lstm_dropout"):
+        if not 0.0 <= _get(config, path) < 1.0:
+            raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
     from .transitions import system_class
 
     try:

@@ -143,6 +143,23 @@ def test_tag_dropout():
     assert (noisy[~real] == clean[~real]).all()
 
 
+@pytest.mark.parametrize("key", ["input_dropout", "lstm_dropout"])
+def test_bilstm_dropout_only_while_training(key):
+    sentences = tiny_sentences(4, seed=7)
+    model = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2, key: 0.5}}), sentences)
+    inputs = model.inputs(sentences)
+    network = model.network
+    network.train()
+    torch.manual_seed(0)
+    first, second = network.encode(inputs), network.encode(inputs)
+    assert not torch.equal(first, second)
+    network.eval()
+    assert torch.equal(network.encode(inputs), network.encode(inputs))
+    plain = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2}}), sentences).network
+    plain.train()
+    assert torch.equal(plain.encode(inputs), plain.encode(inputs))
+
+
 def test_char_model_and_xpos_inputs():
     sentences = tiny_sentences(3, seed=6)
     config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "pos": "xpos"}})

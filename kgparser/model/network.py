@@ -55,7 +55,7 @@ class Network(nn.Module):
             size = in_dim if layer == 0 else 2 * cfg.lstm_hidden
             self.forward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
             self.backward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
-        self.lstm_dropout = cfg.lstm_dropout
+        self.input_dropout, self.lstm_dropout = cfg.input_dropout, cfg.lstm_dropout
         dim = 2 * cfg.lstm_hidden
         self.pad = nn.Parameter(torch.randn(dim) * 0.1)
         bound = 1.0 / math.sqrt(dim * self.n_slots)
@@ -103,8 +103,9 @@ class Network(nn.Module):
         sequences this keeps CPU training on the fused LSTM kernels (about 2x faster)."""
         index = reverse.unsqueeze(2)
         for layer, (forward, backward) in enumerate(zip(self.forward_lstms, self.backward_lstms)):
-            if layer and self.lstm_dropout and self.training:
-                x = nn.functional.dropout(x, self.lstm_dropout)
+            rate = self.lstm_dropout if layer else self.input_dropout
+            if rate and self.training:
+                x = nn.functional.dropout(x, rate)
             mirror = index.expand(-1, -1, x.shape[2])
             ahead, _ = forward(x)
             behind, _ = backward(x.gather(1, mirror))
