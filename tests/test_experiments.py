@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from kgparser.cli import main
+from kgparser.config import load_config
 from kgparser.conllu_io import read_conllu, write_conllu
 from kgparser.errors import KgparserError
 from kgparser.evaluation import evaluate_files
@@ -82,6 +83,7 @@ def fake_call(calls: list):
         if action == "train":
             settings = _settings(command)
             out = Path(settings["output_dir"])
+            load_config(command[4], [f"{k}={v}" for k, v in settings.items()]).save(out / "config.yaml")
             (out / "last.pt").write_bytes(b"fake")
             (out / "best.pt").write_bytes(b"fake")
             records = [{"epoch": e, "loss": 1.0 / e, "dev_las": 0.5 + 0.1 * e, "dev_uas": 0.6 + 0.1 * e}
@@ -233,6 +235,23 @@ def test_runs_are_skipped_once_finished_and_rerun_when_the_grid_changes(tiny_gri
     assert dict(runners.statuses(grid))[grid.runs[1]] == "partial"
     run_grid(grid, only=lambda run: run is grid.runs[1], log=lambda line: None)
     assert [c[3] for c in fake_runs] == ["train", "parse"] and "--resume" not in fake_runs[0]
+
+
+def test_runs_stay_finished_when_an_option_is_added_with_its_old_behaviour(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    run_grid(grid, log=lambda line: None)
+    first, second = grid.runs[0].output_dir, grid.runs[1].output_dir
+    for out in (first, second):  # as if trained before model.input_dropout existed
+        saved = yaml.safe_load((out / "config.yaml").read_text())
+        del saved["model"]["input_dropout"]
+        (out / "config.yaml").write_text(yaml.safe_dump(saved))
+        marker = json.loads((out / runners.MARKER).read_text())
+        (out / runners.MARKER).write_text(json.dumps({**marker, "fingerprint": "from-an-older-kgparser"}))
+    saved["model"]["word_dim"] += 1  # the second run recorded another value: it is stale
+    (second / "config.yaml").write_text(yaml.safe_dump(saved))
+    status = dict(runners.statuses(load_grid(tiny_grid)))
+    assert status[grid.runs[0]] == "finished" and status[grid.runs[1]] == "stale"
+    assert sum(s == "finished" for s in status.values()) == len(grid.runs) - 1
 
 
 def test_only_filter_and_threads(tiny_grid, fake_runs):

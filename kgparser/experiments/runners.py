@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import yaml
+
+from ..config import config_from_saved
 from ..errors import KgparserError
 from .grid import Grid, Run, fingerprint, run_config
 
@@ -71,10 +74,23 @@ def run_status(run: Run, expected: str) -> str:
             recorded = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
         except (OSError, ValueError):
             recorded = None
-        return "finished" if recorded == expected else "stale"
+        if recorded == expected or saved_config_fingerprint(run.output_dir) == expected:
+            return "finished"
+        return "stale"
     if (run.output_dir / LAST).exists():
         return "partial"
     return "pending"
+
+
+def saved_config_fingerprint(out: Path) -> str | None:
+    """Fingerprint of the config a run saved (``config.yaml``), read with today's
+    defaults for settings added since it ran: a finished run stays finished when
+    kgparser gains an option whose default trains as before, and turns stale when
+    a setting it recorded differs."""
+    try:
+        return fingerprint(config_from_saved(yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))))
+    except (OSError, yaml.YAMLError, KgparserError):
+        return None
 
 
 def statuses(grid: Grid) -> list[tuple[Run, str]]:
