@@ -91,6 +91,15 @@ def test_resume_refuses_a_different_model(tmp_path):
         train(tiny_run(tmp_path, "elsewhere", epochs=1), resume=True, log=lambda line: None)
 
 
+def test_resume_from_a_checkpoint_older_than_an_option(tmp_path):
+    train(tiny_run(tmp_path, epochs=1), log=lambda line: None)
+    last = tmp_path / "run" / "last.pt"
+    data = torch.load(last, weights_only=True)
+    del data["model"]["config"]["model"]["input_dropout"]  # written before the option existed
+    torch.save(data, last)
+    assert train(tiny_run(tmp_path, epochs=2), resume=True, log=lambda line: None).best_epoch in (1, 2)
+
+
 @pytest.mark.parametrize("policy, skipped", [("skip", True), ("dynamic", False)])
 def test_trees_the_system_cannot_build(tmp_path, policy, skipped):
     config = tiny_run(tmp_path, epochs=1, extra_train=NON_PROJECTIVE,

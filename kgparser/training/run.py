@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import Config
+from ..config import Config, config_from_saved
 from ..errors import KgparserError
 from ..model import Model
 from ..parser import decode, load_checkpoint
@@ -95,6 +95,12 @@ def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
 
 
 def _check_resumable(saved: dict, config: Config, path: Path) -> None:
+    """``saved`` is read with today's defaults, so that an option added since the
+    checkpoint was written (with a default that trains as before) is no change."""
+    try:
+        saved = config_from_saved(saved).to_dict()
+    except KgparserError as error:
+        raise TrainingError(f"{path}: cannot resume: {error}") from None
     old, new = flatten(saved), flatten(config.to_dict())
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
     if changed:
