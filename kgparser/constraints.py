@@ -330,6 +330,14 @@ def _crossing_arcs(heads: Sequence[int]):
     return None
 
 
+def forced_arc_labels(forced_label, arc_of, arc_actions, state, actions: Sequence[str]) -> dict | None:
+    """The labels that ``forced_label(head, dep)`` forces on the arcs of the
+    arc actions among ``actions`` in ``state``, by action; ``None`` when it
+    forces none."""
+    labels = {a: forced_label(*arc_of(state, a)) for a in actions if a in arc_actions}
+    return {a: label for a, label in labels.items() if label is not None} or None
+
+
 class ConstrainedSystem:
     """A transition system restricted, for one sentence, to the computations
     whose output satisfies the constraints.  See the module docstring."""
@@ -357,9 +365,7 @@ class ConstrainedSystem:
     def forced_labels(self, state, actions: Sequence[str]) -> dict | None:
         """The labels that the arcs of ``actions`` (legal in ``state``) must
         carry, by action, or ``None`` when none is forced."""
-        arc_actions, arc_of = self.system.arc_actions, self.system.arc_of
-        labels = {a: self.forced_label(*arc_of(state, a)) for a in actions if a in arc_actions}
-        return {a: label for a, label in labels.items() if label is not None} or None
+        return forced_arc_labels(self.forced_label, self.system.arc_of, self.system.arc_actions, state, actions)
 
     def apply(self, state, action: str, label: str | None = None) -> None:
         """Apply ``action``; an arc constrained with a label gets that label."""

@@ -27,6 +27,7 @@ of the legal actions is a :class:`DecodingError`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 
 import bisect
@@ -41,7 +42,7 @@ import numpy as np
 import torch
 
 from .constraints import (ConstraintError, ConstraintFilter, Constraints, constraint_filter, constraints_for,
-                          constraints_from_misc, read_constraints_jsonl, unsupported)
+                          constraints_from_misc, forced_arc_labels, read_constraints_jsonl, unsupported)
 from .errors import KgparserError
 from .model import Model
 
@@ -283,8 +284,8 @@ def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, f
             legal = allowed_in[i](state)
             if not legal:
                 _check_stuck(system, state, i, constraints)  # raises unless an unchecked set is unsatisfiable
-                states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
-                allowed_in[i], forced_in[i] = system.legal_actions, None
+                _restart_without_constraints(system, sentences, i, states, owners, constraints, failed,
+                                             allowed_in, forced_in)
                 continue
             if len(legal) == 1 and legal[0] not in arc_actions:
                 owners[i].apply(state, legal[0])
@@ -341,13 +342,7 @@ def _forced_labels_function(system, constraint) -> Callable | None:
         return None
     if isinstance(constraint, _SpanArcConstraint) and constraint.state_system is not None:
         return constraint.state_system.forced_labels
-    forced_label, arc_of, arc_actions = constraint.forced_label, system.arc_of, system.arc_actions
-
-    def forced_labels(state, legal):
-        labels = {a: forced_label(*arc_of(state, a)) for a in legal if a in arc_actions}
-        return {a: label for a, label in labels.items() if label is not None} or None
-
-    return forced_labels
+    return functools.partial(forced_arc_labels, constraint.forced_label, system.arc_of, system.arc_actions)
 
 
 def _check_stuck(system, state, i: int, constraints: list | None) -> None:
@@ -369,16 +364,18 @@ def _restarted(system, sentences, i: int, states: list, owners: list, constraint
     if constraint is None or not getattr(constraint, "unchecked", False) \
             or constraint.state_system.satisfied_by(states[i].heads):
         return False
-    states[i] = _restart_without_constraints(system, sentences[i], i, owners, constraints, failed)
-    allowed_in[i], forced_in[i] = system.legal_actions, None
+    _restart_without_constraints(system, sentences, i, states, owners, constraints, failed, allowed_in, forced_in)
     return True
 
 
-def _restart_without_constraints(system, sentence, i: int, owners: list, constraints: list, failed: list):
-    """A fresh plain state for sentence ``i``, whose constraints are dropped."""
+def _restart_without_constraints(system, sentences, i: int, states: list, owners: list, constraints: list,
+                                 failed: list, allowed_in: list, forced_in: list) -> None:
+    """Drop the constraints of sentence ``i`` (noted in ``failed``) and start it
+    again from a plain state."""
     failed.append(i)
     owners[i], constraints[i] = system, None
-    return system.initial_state(sentence.n)
+    allowed_in[i], forced_in[i] = system.legal_actions, None
+    states[i] = system.initial_state(sentences[i].n)
 
 
 def _best_transitions(model: Model, hidden, states: list, legal_sets: list, forced_labels: list | None) -> list:
