@@ -82,6 +82,9 @@ class ModelConfig:
     #: dropout between BiLSTM layers
     lstm_dropout: float = 0.0
     mlp_hidden: int = 100
+    #: give the labeled head its own tanh hidden layer of mlp_hidden units, as the BIST and
+    #: UUParser implementations do, instead of sharing the action head's
+    separate_label_mlp: bool = False
     #: replace a word by UNK with probability alpha / (count + alpha)
     word_dropout: float = 0.25
     pretrained: PretrainedConfig = field(default_factory=PretrainedConfig)

@@ -386,8 +386,7 @@ def _best_transitions(model: Model, hidden, states: list, legal_sets: list, forc
     {arc action: forced label} or None`` (see :func:`_forced_labels_function`)."""
     network = model.network
     n_labels = len(model.labels)
-    action_scores = network.action_out(hidden)
-    label_scores = network.label_out(hidden)
+    action_scores, label_scores = network.head_scores(hidden)
     if n_labels:
         per_action = label_scores[:, :len(model.arc_action_ids) * n_labels].view(len(states), -1, n_labels)
         best_label_scores, best_labels = per_action.max(2)

@@ -86,9 +86,12 @@ def test_dynamic_oracle_with_exploration_overfits():
     assert score == 1.0
 
 
-def test_slot_projections_equal_the_concatenated_mlp():
+@pytest.mark.parametrize("separate", [False, True])
+def test_slot_projections_equal_the_concatenated_mlp(separate):
     sentences = tiny_sentences(3, seed=3)
-    model = build_model(tiny_config(), sentences)
+    config = tiny_config()
+    config.model.separate_label_mlp = separate
+    model = build_model(config, sentences)
     network = model.network
     inputs = model.inputs(sentences)
     vectors = network.encode(inputs)
@@ -100,6 +103,21 @@ def test_slot_projections_equal_the_concatenated_mlp():
     weight = network.w1.view(vectors.shape[1], slots, -1).permute(1, 0, 2).reshape(-1, network.mlp_hidden)
     plain = torch.tanh(features @ weight + network.b1)
     assert torch.allclose(fast, plain, atol=1e-5)
+
+
+def test_separate_label_mlp_gives_each_head_its_own_hidden_layer():
+    sentences = tiny_sentences(3, seed=3)
+    config = tiny_config()
+    config.model.separate_label_mlp = True
+    network = build_model(config, sentences).network
+    hidden = torch.randn(5, 2 * config.model.mlp_hidden)
+    actions, labels = network.head_scores(hidden)
+    changed = hidden.clone()
+    changed[:, config.model.mlp_hidden:] += 1.0  # only the label head's units
+    new_actions, new_labels = network.head_scores(changed)
+    assert torch.equal(actions, new_actions) and not torch.allclose(labels, new_labels)
+    _, score = overfit(config, sentences, epochs=150)
+    assert score == 1.0
 
 
 def test_encode_rows_follow_sentence_offsets():

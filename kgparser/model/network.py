@@ -13,6 +13,10 @@ Speed: the hidden layer is ``tanh(W1 [v_1; ...; v_S] + b1) = tanh(sum_k W1_k v_k
 so :meth:`Network.project` multiplies every BiLSTM vector by every slot's block
 ``W1_k`` once per batch; scoring a parser state then only gathers ``S`` rows
 and sums them (:meth:`Network.hidden`).
+
+The spec's scorer is one hidden layer shared by the unlabeled-action head and
+the labeled head; ``model.separate_label_mlp`` gives the labeled head its own
+hidden layer, as the BIST and UUParser code do.
 """
 from __future__ import annotations
 
@@ -32,7 +36,10 @@ class Network(nn.Module):
                  ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int):
         super().__init__()
         self.n_slots = n_positions * SLOTS_PER_POSITION
-        self.mlp_hidden = cfg.mlp_hidden
+        # with a separate label MLP the two hidden layers are computed as one of twice
+        # the width; the action head reads its first half, the label head its second
+        self.mlp_hidden = cfg.mlp_hidden * (2 if cfg.separate_label_mlp else 1)
+        self.label_half = cfg.mlp_hidden if cfg.separate_label_mlp else 0
         in_dim = 0
         self.word_emb = nn.Embedding(n_words, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
         in_dim += cfg.word_dim
@@ -59,8 +66,8 @@ class Network(nn.Module):
         dim = 2 * cfg.lstm_hidden
         self.pad = nn.Parameter(torch.randn(dim) * 0.1)
         bound = 1.0 / math.sqrt(dim * self.n_slots)
-        self.w1 = nn.Parameter(torch.empty(dim, self.n_slots * cfg.mlp_hidden).uniform_(-bound, bound))
-        self.b1 = nn.Parameter(torch.empty(cfg.mlp_hidden).uniform_(-bound, bound))
+        self.w1 = nn.Parameter(torch.empty(dim, self.n_slots * self.mlp_hidden).uniform_(-bound, bound))
+        self.b1 = nn.Parameter(torch.empty(self.mlp_hidden).uniform_(-bound, bound))
         self.action_out = nn.Linear(cfg.mlp_hidden, n_actions)
         self.label_out = nn.Linear(cfg.mlp_hidden, max(n_arc_transitions, 1))
 
@@ -122,10 +129,15 @@ class Network(nn.Module):
         summed = nn.functional.embedding_bag(rows, projected, mode="sum")
         return torch.tanh(summed + self.b1)
 
+    def head_scores(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action scores, label scores)`` of states given by their hidden layer."""
+        if self.label_half:
+            return self.action_out(hidden[:, :self.label_half]), self.label_out(hidden[:, self.label_half:])
+        return self.action_out(hidden), self.label_out(hidden)
+
     def scores(self, hidden: torch.Tensor, transition_action: torch.Tensor,
                transition_label: torch.Tensor) -> torch.Tensor:
         """Score of every labeled transition: action score + (for arcs) labeled score."""
-        actions = self.action_out(hidden)
-        labels = self.label_out(hidden)
+        actions, labels = self.head_scores(hidden)
         labels = torch.cat([labels, labels.new_zeros(labels.shape[0], 1)], dim=1)
         return actions.index_select(1, transition_action) + labels.index_select(1, transition_label)
