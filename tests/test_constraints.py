@@ -214,7 +214,8 @@ def test_decoding_runs_find_every_unsatisfiable_arc_set():
 
 
 @pytest.mark.parametrize("system", [get_system("arc-eager"), get_system("arc-eager", root="end"),
-                                    get_system("arc-hybrid")], ids=["eager-first", "eager-end", "hybrid"])
+                                    get_system("arc-hybrid"), get_system("arc-hybrid", root="end")],
+                         ids=["eager-first", "eager-end", "hybrid-first", "hybrid-end"])
 def test_reachable_arcs_filter_is_sound_and_complete(system):
     rng = random.Random(2)
     for _ in range(40):
@@ -255,7 +256,8 @@ def test_labels_of_constrained_arcs_are_forced():
     assert csys.forced_label(0, 2) is None and csys.forced_label(3, 1) is None
 
 
-@pytest.mark.parametrize("system", [EAGER_END, get_system("arc-hybrid")], ids=["eager-end", "hybrid"])
+@pytest.mark.parametrize("system", [EAGER_END, get_system("arc-hybrid"), get_system("arc-hybrid", root="end")],
+                         ids=["eager-end", "hybrid-first", "hybrid-end"])
 def test_decoding_filter_follows_a_parser_that_applies_the_plain_system(system):
     rng = random.Random(6)
     for _ in range(40):

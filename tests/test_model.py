@@ -79,10 +79,12 @@ def test_every_system_overfits_a_few_sentences(name):
     assert score == 1.0
 
 
-def test_dynamic_oracle_with_exploration_overfits():
+@pytest.mark.parametrize("options", [{}, {"root": "end"}], ids=["root-first", "root-end"])
+def test_dynamic_oracle_with_exploration_overfits(options):
     sentences = tiny_sentences(4, seed=2)
-    _, score = overfit(tiny_config("arc-hybrid", oracle="dynamic", p_agg=0.5), sentences, epochs=150,
-                       explore=True)
+    config = tiny_config("arc-hybrid", oracle="dynamic", p_agg=0.5)
+    config.system.options = options
+    _, score = overfit(config, sentences, epochs=150, explore=True)
     assert score == 1.0
 
 

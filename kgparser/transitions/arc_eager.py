@@ -50,13 +50,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Sequence
 
-from ..errors import KgparserError
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import NO_HEAD, ROOT, State, TransitionSystem, check_root_position
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT, REDUCE = "shift", "left", "right", "reduce"
-ROOT_POSITIONS = ("first", "end")
 
 
 class ArcEagerState(State):
@@ -90,8 +88,7 @@ class ArcEager(TransitionSystem):
     feature_names = ("s0", "s1", "s2", "b0", "b1")
 
     def __init__(self, root: str = "first"):
-        if root not in ROOT_POSITIONS:
-            raise KgparserError(f"arc-eager option 'root' must be one of {ROOT_POSITIONS}, got {root!r}")
+        check_root_position("arc-eager", root)
         self.root = root
         self.root_first = root == "first"
 

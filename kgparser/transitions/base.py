@@ -20,8 +20,19 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol, Sequence
 
+from ..errors import KgparserError
+
 ROOT = 0
 NO_HEAD = -1
+#: where a system with a ``root`` option keeps the artificial root: at the bottom of
+#: the stack (``"first"``) or after the last word of the buffer (``"end"``)
+ROOT_POSITIONS = ("first", "end")
+
+
+def check_root_position(system: str, root: str) -> None:
+    """Reject a ``root`` option that is not one of :data:`ROOT_POSITIONS`."""
+    if root not in ROOT_POSITIONS:
+        raise KgparserError(f"{system} option 'root' must be one of {ROOT_POSITIONS}, got {root!r}")
 
 
 class State:
