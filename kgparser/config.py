@@ -81,6 +81,9 @@ class ModelConfig:
     input_dropout: float = 0.0
     #: dropout between BiLSTM layers
     lstm_dropout: float = 0.0
+    #: dropout on the recurrent state of every LSTM (word and character), one mask per batch
+    #: and LSTM, as the variational dropout of Gal & Ghahramani (2016) that UUParser uses
+    recurrent_dropout: float = 0.0
     mlp_hidden: int = 100
     #: give the labeled head its own tanh hidden layer of mlp_hidden units, as the BIST and
     #: UUParser implementations do, instead of sharing the action head's
@@ -235,7 +238,7 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: training.p_agg: must be within [0, 1], got {config.training.p_agg!r}")
     if not 0.0 <= config.model.pos_dropout <= 1.0:
         raise ConfigError(f"{source}: model.pos_dropout: must be within [0, 1], got {config.model.pos_dropout!r}")
-    for path in ("model.input_dropout", "model.lstm_dropout"):
+    for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout"):
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
     from .transitions import system_class

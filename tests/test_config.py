@@ -37,6 +37,7 @@ def test_defaults_follow_kiperwasser_goldberg(tmp_path):
     ("training: {p_agg: 1.5}\n", ["training.p_agg"]),
     ("training: {batch_size: 0}\n", ["training.batch_size", "> 0"]),
     ("model: {input_dropout: 1.0}\n", ["model.input_dropout", "[0, 1)"]),
+    ("model: {recurrent_dropout: -0.1}\n", ["model.recurrent_dropout", "[0, 1)"]),
     ("data: {train: [a]}\n", ["data.train", "string"]),
     ("[1, 2]\n", ["exp.yaml", "mapping"]),
     ("training: {epochs: 3\n", ["exp.yaml", "invalid YAML"]),

@@ -163,7 +163,7 @@ def test_tag_dropout():
     assert (noisy[~real] == clean[~real]).all()
 
 
-@pytest.mark.parametrize("key", ["input_dropout", "lstm_dropout"])
+@pytest.mark.parametrize("key", ["input_dropout", "lstm_dropout", "recurrent_dropout"])
 def test_bilstm_dropout_only_while_training(key):
     sentences = tiny_sentences(4, seed=7)
     model = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2, key: 0.5}}), sentences)
@@ -178,6 +178,23 @@ def test_bilstm_dropout_only_while_training(key):
     plain = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2}}), sentences).network
     plain.train()
     assert torch.equal(plain.encode(inputs), plain.encode(inputs))
+
+
+def test_recurrent_dropout_drops_whole_columns_of_every_recurrent_matrix():
+    sentences = tiny_sentences(4, seed=7)
+    config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "recurrent_dropout": 0.5}})
+    model = build_model(config, sentences)
+    network = model.network
+    network.train()
+    torch.manual_seed(0)
+    network.encode(model.inputs(sentences)).sum().backward()
+    for lstm in [*network.forward_lstms, *network.backward_lstms, network.char_lstm]:
+        for name in lstm._flat_weights_names:
+            if name.startswith("weight_hh"):
+                unused = (getattr(lstm, name).grad == 0).all(dim=0)
+                assert 0 < unused.sum() < len(unused), name
+    input_weights = network.forward_lstms[0].weight_ih_l0.grad
+    assert not (input_weights == 0).all(dim=0).any()
 
 
 def test_char_model_and_xpos_inputs():

@@ -24,6 +24,7 @@ import math
 
 import torch
 from torch import nn
+from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..config import ModelConfig
@@ -63,6 +64,7 @@ class Network(nn.Module):
             self.forward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
             self.backward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
         self.input_dropout, self.lstm_dropout = cfg.input_dropout, cfg.lstm_dropout
+        self.recurrent_dropout = cfg.recurrent_dropout
         dim = 2 * cfg.lstm_hidden
         self.pad = nn.Parameter(torch.randn(dim) * 0.1)
         bound = 1.0 / math.sqrt(dim * self.n_slots)
@@ -81,7 +83,7 @@ class Network(nn.Module):
     def _char_vectors(self, chars: torch.Tensor, char_lengths: torch.Tensor) -> torch.Tensor:
         """Final states of the character BiLSTM for every word type, plus a zero row."""
         packed = pack_padded_sequence(self.char_emb(chars), char_lengths, batch_first=True, enforce_sorted=False)
-        _, (h_n, _) = self.char_lstm(packed)
+        _, (h_n, _) = self._run_lstm(self.char_lstm, packed)
         vectors = torch.cat([h_n[0], h_n[1]], dim=1)
         return torch.cat([vectors, vectors.new_zeros(1, vectors.shape[1])])
 
@@ -114,10 +116,30 @@ class Network(nn.Module):
             if rate and self.training:
                 x = nn.functional.dropout(x, rate)
             mirror = index.expand(-1, -1, x.shape[2])
-            ahead, _ = forward(x)
-            behind, _ = backward(x.gather(1, mirror))
+            ahead, _ = self._run_lstm(forward, x)
+            behind, _ = self._run_lstm(backward, x.gather(1, mirror))
             x = torch.cat([ahead, behind.gather(1, index.expand(-1, -1, behind.shape[2]))], dim=2)
         return x
+
+    def _run_lstm(self, lstm: nn.LSTM, x):
+        """``lstm(x)``; while training with recurrent dropout, each recurrent weight
+        matrix ``W_hh`` first loses random columns (scaled by ``1 / (1 - rate)``).
+        This drops units of the previous state ``h_{t-1}`` with one mask for every time
+        step: the variational dropout of Gal & Ghahramani (2016, "A theoretically
+        grounded application of dropout in recurrent neural networks", section 4)
+        that UUParser's DyNet LSTMs apply, here with one mask per batch rather than
+        per sentence, which keeps the fused LSTM kernels."""
+        rate = self.recurrent_dropout
+        if not (rate and self.training):
+            return lstm(x)
+        keep = 1.0 - rate
+        dropped = {}
+        for name in lstm._flat_weights_names:
+            if name.startswith("weight_hh"):
+                weight = getattr(lstm, name)
+                mask = torch.bernoulli(weight.new_full((weight.shape[1],), keep)) / keep
+                dropped[name] = weight * mask
+        return functional_call(lstm, dropped, (x,))
 
     def project(self, vectors: torch.Tensor) -> torch.Tensor:
         """Every vector through every slot's block of the first layer: ``[rows * slots, hidden]``
