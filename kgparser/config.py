@@ -65,6 +65,9 @@ class PretrainedConfig:
 @dataclass
 class ModelConfig:
     word_dim: int = 100
+    #: look words up by their normalized form (lower-cased, digits as 0), as the BIST
+    #: parser and UUParser do; the character model still reads the form as written
+    normalize_words: bool = False
     #: which column feeds the tag embeddings
     pos: str = "upos"
     pos_dim: int = 25

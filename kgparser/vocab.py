@@ -69,12 +69,14 @@ class Vocabularies:
         self.words, self.tags, self.chars, self.labels = words, tags, chars, labels
 
     @classmethod
-    def from_sentences(cls, sentences, pos: str = "upos") -> "Vocabularies":
+    def from_sentences(cls, sentences, pos: str = "upos", normalize_words: bool = False) -> "Vocabularies":
+        """Vocabularies of a training set; ``normalize_words``: the word vocabulary holds
+        normalized forms (:func:`normalize_form`), the character vocabulary the forms' own."""
         forms = [f for s in sentences for f in s.forms]
         tags = [t for s in sentences for t in getattr(s, pos) if t is not None]
         labels = [d for s in sentences for d in s.deprels[1:] if d is not None]
         return cls(
-            Vocab.build(forms),
+            Vocab.build(map(normalize_form, forms) if normalize_words else forms),
             Vocab.build(tags),
             Vocab.build((c for f in forms for c in f), specials=(PAD, UNK, ROOT_TOKEN)),
             Vocab.build(labels, specials=()),

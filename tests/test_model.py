@@ -197,6 +197,23 @@ def test_recurrent_dropout_drops_whole_columns_of_every_recurrent_matrix():
     assert not (input_weights == 0).all(dim=0).any()
 
 
+def test_normalized_words_share_an_embedding_and_keep_their_characters():
+    text = ("1\tThe\t_\tA\t_\t_\t2\tdet\t_\t_\n2\tthe\t_\tB\t_\t_\t0\troot\t_\t_\n"
+            "3\tRoom12\t_\tB\t_\t_\t2\tobj\t_\t_\n\n")
+    sentences = list(parse_conllu(text, "case.conllu"))
+    config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "normalize_words": True}})
+    model = build_model(config, sentences)
+    assert "the" in model.vocabs.words and "The" not in model.vocabs.words
+    assert model.vocabs.words.counts[model.vocabs.words.get("the")] == 2
+    assert "T" in model.vocabs.chars and "R" in model.vocabs.chars
+    unseen = list(parse_conllu(text.replace("Room12", "ROOM47"), "case.conllu"))
+    words = model.inputs(unseen)["words"][0].tolist()
+    assert words[1] == words[2] == model.vocabs.words.get("the")
+    assert words[3] == model.vocabs.words.get("room00")
+    plain = build_model(config_from_dict({"model": TINY_MODEL}), sentences)
+    assert "The" in plain.vocabs.words and "the" in plain.vocabs.words
+
+
 def test_char_model_and_xpos_inputs():
     sentences = tiny_sentences(3, seed=6)
     config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "pos": "xpos"}})

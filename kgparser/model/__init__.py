@@ -13,7 +13,7 @@ import torch
 
 from ..config import Config, config_from_saved
 from ..transitions import get_system
-from ..vocab import ROOT_ID, UNK_ID, Vocabularies
+from ..vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 from .embeddings import lookup_id
 from .network import SLOTS_PER_POSITION, Network
 
@@ -97,11 +97,12 @@ class Model:
         words = np.zeros((batch, width), dtype=np.int64)
         tags = np.zeros((batch, width), dtype=np.int64)
         word_index, tag_index = self.vocabs.words.index, self.vocabs.tags.index
+        word_keys = (lambda forms: map(normalize_form, forms)) if cfg.normalize_words else iter
         ext = np.zeros((batch, width), dtype=np.int64) if self.ext_words else None
         for i, sentence in enumerate(sentences):
             n = sentence.n
             words[i, 0] = ROOT_ID
-            words[i, 1:n + 1] = [word_index.get(f, UNK_ID) for f in sentence.forms]
+            words[i, 1:n + 1] = [word_index.get(f, UNK_ID) for f in word_keys(sentence.forms)]
             tags[i, 0] = ROOT_ID
             tags[i, 1:n + 1] = [tag_index.get(t, UNK_ID) for t in getattr(sentence, cfg.pos)]
             if ext is not None:

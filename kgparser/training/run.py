@@ -63,7 +63,8 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
 
 def build_model(config: Config, train_sentences) -> Model:
     """Vocabularies from the training data, pretrained vectors if configured, fresh weights."""
-    vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos)
+    vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
+                                         normalize_words=config.model.normalize_words)
     pre = config.model.pretrained
     if pre.path:
         from ..model.embeddings import read_vectors
