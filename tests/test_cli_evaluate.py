@@ -56,3 +56,16 @@ def test_command_runs_as_a_program_without_torch():
     result = subprocess.run([sys.executable, "-c", code, GOLD, GOLD], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "UAS                 100.00  (8/8)" in result.stdout
+
+
+def test_against_a_second_prediction(capsys):
+    assert main(["evaluate", GOLD, PRED, "--against", GOLD, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["against"]
+    assert data["pred"] == GOLD
+    assert data["las"]["pred"] == pytest.approx(0.5) and data["las"]["against"] == 1.0
+    assert data["las"]["delta"] == pytest.approx(0.5) and data["uas"]["delta"] == pytest.approx(0.25)
+    assert 0 < data["las"]["p_value"] <= 1 and data["las"]["samples"] == 10_000
+    assert main(["evaluate", GOLD, PRED, "--against", PRED, "--test", "randomization"]) == 0
+    out = capsys.readouterr().out
+    assert "paired randomization test" in out
+    assert "LAS      50.00   50.00       +0.00   1.0000" in out

@@ -1,4 +1,5 @@
-"""Score a predicted CoNLL-U file against gold trees (UAS, LAS, universal LAS)."""
+"""Score a predicted CoNLL-U file against gold trees (UAS, LAS, universal LAS),
+optionally against a second prediction with a paired significance test."""
 from __future__ import annotations
 
 import argparse
@@ -13,14 +14,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave out words whose gold UPOS is PUNCT (default: score every word, as CoNLL 2018)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also report precision/recall/F1 per dependency label and per arc length")
+    parser.add_argument("--against", metavar="PRED2",
+                        help="a second prediction of GOLD: also print UAS and LAS of PRED2 - PRED with the "
+                             "p-value of a paired test over sentences")
+    parser.add_argument("--test", choices=("bootstrap", "randomization"), default="bootstrap",
+                        help="paired test for --against (default: bootstrap, 10,000 samples)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate_files
 
     scores = evaluate_files(args.gold, args.pred, punct=not args.no_punct)
+    comparison = None
+    if args.against:
+        from ..experiments.collect import compare_files
+
+        comparison = compare_files(args.gold, args.pred, args.against, punct=not args.no_punct, test=args.test)
     if args.json:
-        print(json.dumps(scores.to_dict(breakdown=args.breakdown), indent=2))
+        data = scores.to_dict(breakdown=args.breakdown)
+        if comparison:
+            data["against"] = {"pred": args.against, **{metric: {
+                "pred": r.score_a, "against": r.score_b, "delta": r.delta, "p_value": r.p_value,
+                "test": r.test, "samples": r.samples} for metric, r in comparison.items()}}
+        print(json.dumps(data, indent=2))
     else:
         print(scores.format(breakdown=args.breakdown))
+        if comparison:
+            print(format_comparison(args.pred, args.against, comparison))
     return 0
+
+
+def format_comparison(pred: str, against: str, comparison: dict) -> str:
+    first = next(iter(comparison.values()))
+    lines = [f"{against} against {pred} (paired {first.test} test, {first.samples:,} samples over sentences):",
+             f"{'':6}{'PRED':>8}{'PRED2':>8}{'PRED2-PRED':>12}{'p':>9}"]
+    for metric, r in comparison.items():
+        lines.append(f"{metric.upper():6}{100 * r.score_a:8.2f}{100 * r.score_b:8.2f}"
+                     f"{100 * r.delta:+12.2f}{r.p_value:9.4f}")
+    return "\n".join(lines)

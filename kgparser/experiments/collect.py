@@ -15,6 +15,7 @@ from ..evaluation import DISTANCE_BUCKETS, distance_bucket
 from ..transitions.trees import nonprojective_arcs
 from .grid import Grid, Run, fingerprint, run_config
 from .runners import MARKER, run_status
+from .significance import PairedResult, paired_test
 
 METRICS_FILE, TENSORBOARD_DIR = "metrics.jsonl", "tensorboard"
 #: learning-curve series: TensorBoard tag -> metrics.jsonl key
@@ -104,6 +105,17 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
                                  sum(pred.heads[d] == h for h, d in gold_np)))
     return {"words": np.array(words), "heads": np.array(heads), "labeled": np.array(labeled),
             "by_length": by_length, "nonprojective": nonprojective}
+
+
+def compare_files(gold: str | Path, pred_a: str | Path, pred_b: str | Path, *, punct: bool = True,
+                  test: str = "bootstrap", samples: int = 10_000) -> dict[str, PairedResult]:
+    """UAS and LAS (full labels) of two predictions of the same gold file, each
+    difference (``b - a``) with a paired significance test over the sentences."""
+    gold_sentences = read_conllu(gold, require_tree=True)
+    a = score_sentences(gold_sentences, read_conllu(pred_a, require_tree=False), punct)
+    b = score_sentences(gold_sentences, read_conllu(pred_b, require_tree=False), punct)
+    return {metric: paired_test(test, a[key], b[key], a["words"], samples=samples)
+            for metric, key in (("uas", "heads"), ("las", "labeled"))}
 
 
 def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
