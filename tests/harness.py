@@ -14,6 +14,7 @@ from kgparser.transitions.checking import (
     gold_trees,
     zero_cost_trees,
 )
+from kgparser.transitions.trees import is_projective, random_projective_tree, random_tree
 
 
 def assert_exact_dynamic_oracle(system, sizes, trees_per_size, *, projective_only=False,
@@ -50,3 +51,26 @@ def assert_zero_cost_paths_reach_gold(system, gold):
 def coverage(system, n):
     """Every tree the system derives on ``n`` words."""
     return buildable_trees(system, n)
+
+
+def partial_projective_trees(n, rng):
+    """Projective trees with some heads blanked to -1 ("don't care")."""
+    for _ in range(6):
+        tree = random_projective_tree(n, rng, single_root=rng.random() < 0.5)
+        yield [h if d == 0 or rng.random() < 0.6 else -1 for d, h in enumerate(tree)]
+
+
+def assert_costs_keep_the_contract_on_nonprojective_gold(system, n=6, seed=5):
+    """On non-projective gold trees, ``costs()`` still prices exactly the legal actions
+    with non-negative integers along random computations."""
+    rng = random.Random(seed)
+    golds = [t for t in (random_tree(n, rng) for _ in range(40)) if not is_projective(t)][:6]
+    assert golds
+    for gold in golds:
+        oracle = system.dynamic_oracle(gold)
+        state = system.initial_state(n)
+        while not system.is_final(state):
+            costs = oracle.costs(state)
+            assert set(costs) == set(system.legal_actions(state))
+            assert all(isinstance(c, int) and c >= 0 for c in costs.values())
+            system.apply(state, rng.choice(sorted(costs)))

@@ -51,7 +51,7 @@ from bisect import bisect_left
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem, check_root_position
+from .base import NO_HEAD, ROOT, RootPositionOption, State, TransitionSystem
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT, REDUCE = "shift", "left", "right", "reduce"
@@ -82,27 +82,13 @@ class ArcEagerState(State):
 
 
 @register("arc-eager")
-class ArcEager(TransitionSystem):
+class ArcEager(RootPositionOption, TransitionSystem):
     actions = (SHIFT, LEFT, RIGHT, REDUCE)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "b1")
 
-    def __init__(self, root: str = "first"):
-        check_root_position("arc-eager", root)
-        self.root = root
-        self.root_first = root == "first"
-
-    def options(self) -> dict:
-        return {"root": self.root}
-
     def initial_state(self, n: int) -> ArcEagerState:
         return ArcEagerState(n, [ROOT] if self.root_first else [])
-
-    def buffer_front(self, state: ArcEagerState) -> int:
-        """``b0``: a word, the root (``0``, root at the end) or ``-1`` (empty)."""
-        if state.b < len(state.heads):
-            return state.b
-        return NO_HEAD if self.root_first else ROOT
 
     def legal_actions(self, state: ArcEagerState) -> list[str]:
         stack, heads = state.stack, state.heads

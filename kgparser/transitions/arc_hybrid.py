@@ -41,37 +41,23 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, StackBufferState, StackBufferSystem, check_root_position, stack_top
+from .base import NO_HEAD, ROOT, RootPositionOption, StackBufferState, StackBufferSystem, stack_top
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
 
 
 @register("arc-hybrid")
-class ArcHybrid(StackBufferSystem):
+class ArcHybrid(RootPositionOption, StackBufferSystem):
     actions = (SHIFT, LEFT, RIGHT)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
-
-    def __init__(self, root: str = "first"):
-        check_root_position("arc-hybrid", root)
-        self.root = root
-        self.root_first = root == "first"
-
-    def options(self) -> dict:
-        return {"root": self.root}
 
     def initial_state(self, n: int) -> StackBufferState:
         state = StackBufferState(n)
         if not self.root_first:
             state.stack = []
         return state
-
-    def buffer_front(self, state: StackBufferState) -> int:
-        """``b0``: a word, the root (``0``, root at the end) or ``-1`` (empty)."""
-        if state.b < len(state.heads):
-            return state.b
-        return NO_HEAD if self.root_first else ROOT
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         stack = state.stack

@@ -29,12 +29,6 @@ NO_HEAD = -1
 ROOT_POSITIONS = ("first", "end")
 
 
-def check_root_position(system: str, root: str) -> None:
-    """Reject a ``root`` option that is not one of :data:`ROOT_POSITIONS`."""
-    if root not in ROOT_POSITIONS:
-        raise KgparserError(f"{system} option 'root' must be one of {ROOT_POSITIONS}, got {root!r}")
-
-
 class State:
     """Arcs built so far, plus each word's leftmost and rightmost dependent.
 
@@ -191,6 +185,28 @@ class TransitionSystem:
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"get_system({self.name!r}{', ' if opts else ''}{opts})"
+
+
+class RootPositionOption:
+    """The ``root`` option of the systems that read words in order from a buffer
+    ``b..n`` (``state.b``) and can keep the root either at the bottom of the stack
+    (``"first"``) or after word ``n`` as the last buffer item (``"end"``,
+    Ballesteros & Nivre 2013, "Going to the roots of dependency parsing")."""
+
+    def __init__(self, root: str = "first"):
+        if root not in ROOT_POSITIONS:
+            raise KgparserError(f"{self.name} option 'root' must be one of {ROOT_POSITIONS}, got {root!r}")
+        self.root = root
+        self.root_first = root == "first"
+
+    def options(self) -> dict:
+        return {"root": self.root}
+
+    def buffer_front(self, state) -> int:
+        """``b0``: a word, the root (``0``, root at the end) or ``-1`` (empty)."""
+        if state.b < len(state.heads):
+            return state.b
+        return NO_HEAD if self.root_first else ROOT
 
 
 class StackBufferSystem(TransitionSystem):
