@@ -22,14 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation import evaluate_files
+    from ..conllu_io import read_conllu
+    from ..evaluation import evaluate
 
-    scores = evaluate_files(args.gold, args.pred, punct=not args.no_punct)
+    punct = not args.no_punct
+    gold = read_conllu(args.gold, require_tree=True)
+    pred = read_conllu(args.pred, require_tree=False)
+    scores = evaluate(gold, pred, punct=punct)
     comparison = None
     if args.against:
-        from ..experiments.collect import compare_files
+        from ..experiments.collect import compare_predictions
 
-        comparison = compare_files(args.gold, args.pred, args.against, punct=not args.no_punct, test=args.test)
+        comparison = compare_predictions(gold, pred, read_conllu(args.against, require_tree=False),
+                                         punct=punct, test=args.test)
     if args.json:
         data = scores.to_dict(breakdown=args.breakdown)
         if comparison:

@@ -107,13 +107,12 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
             "by_length": by_length, "nonprojective": nonprojective}
 
 
-def compare_files(gold: str | Path, pred_a: str | Path, pred_b: str | Path, *, punct: bool = True,
-                  test: str = "bootstrap", samples: int = 10_000) -> dict[str, PairedResult]:
-    """UAS and LAS (full labels) of two predictions of the same gold file, each
+def compare_predictions(gold_sentences, pred_a, pred_b, *, punct: bool = True, test: str = "bootstrap",
+                        samples: int = 10_000) -> dict[str, PairedResult]:
+    """UAS and LAS (full labels) of two predictions of the same gold sentences, each
     difference (``b - a``) with a paired significance test over the sentences."""
-    gold_sentences = read_conllu(gold, require_tree=True)
-    a = score_sentences(gold_sentences, read_conllu(pred_a, require_tree=False), punct)
-    b = score_sentences(gold_sentences, read_conllu(pred_b, require_tree=False), punct)
+    a = score_sentences(gold_sentences, pred_a, punct)
+    b = score_sentences(gold_sentences, pred_b, punct)
     return {metric: paired_test(test, a[key], b[key], a["words"], samples=samples)
             for metric, key in (("uas", "heads"), ("las", "labeled"))}
 
