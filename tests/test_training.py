@@ -44,8 +44,9 @@ def test_run_writes_config_checkpoints_and_metrics(tmp_path):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records[:2]] == [1, 2]
     for key in ("loss", "dev_uas", "dev_las", "wrong_followed", "skipped", "oracle_seconds",
-                "tokens_per_second", "lr"):
+                "oracle_fallbacks", "tokens_per_second", "lr"):
         assert key in records[0]
+    assert records[0]["oracle_fallbacks"] == 0
     assert "test_las" in records[-1]
     assert list((out / "tensorboard").rglob("events.out.tfevents*"))
     assert summary.best_epoch in (1, 2) and summary.test is not None
@@ -55,6 +56,17 @@ def test_run_writes_config_checkpoints_and_metrics(tmp_path):
         assert data["model"]["actions"] == ["shift", "left", "right"]
     assert "training" not in torch.load(out / "best.pt", weights_only=True)
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("work_limit, approximated", [(0, True), (200_000, False)])
+def test_metrics_report_the_share_of_approximated_oracle_calls(tmp_path, work_limit, approximated):
+    """Attardi's dynamic oracle answers approximately once its work budget is
+    spent (``work_limit: 0``: on every call with a choice); the share shows
+    in the metrics."""
+    config = tiny_run(tmp_path, epochs=1, system={"name": "attardi", "options": {"work_limit": work_limit}})
+    train(config, log=lambda line: None)
+    record = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert (0 < record["oracle_fallbacks"] <= 1) if approximated else record["oracle_fallbacks"] == 0
 
 
 def test_checkpoint_round_trip_gives_the_same_parses(tmp_path):

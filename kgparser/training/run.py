@@ -167,6 +167,8 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
                 "wrong_followed": stats.wrong_followed / max(stats.transitions, 1),
                 "skipped": skipped_share,
                 "oracle_seconds": stats.oracle_seconds,
+                # share of oracle calls answered approximately (an oracle's work budget ran out)
+                "oracle_fallbacks": stats.oracle_fallbacks / max(stats.oracle_calls, 1),
                 "tokens_per_second": stats.tokens / seconds if seconds else None,
                 "epoch_seconds": seconds,
                 # CPU time of the process: throughput unaffected by other load on the machine
@@ -190,6 +192,7 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
             metrics.write(record)
             board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
                            "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
+                           "train/oracle_fallbacks": record["oracle_fallbacks"],
                            "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
                            "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las")}, epoch + 1)
             log(_epoch_line(record))
@@ -248,6 +251,8 @@ def _epoch_line(record: dict) -> str:
     line = (f"epoch {record['epoch']}: loss {record['loss']:.4f}, wrong followed "
             f"{100 * record['wrong_followed']:.1f}%, {record['tokens_per_second'] or 0:.0f} tok/s, "
             f"oracle {record['oracle_seconds']:.1f}s")
+    if record["oracle_fallbacks"]:
+        line += f" ({100 * record['oracle_fallbacks']:.2f}% of calls approximated)"
     if "dev_las" in record:
         line += f"; dev UAS {100 * record['dev_uas']:.2f} LAS {100 * record['dev_las']:.2f}"
     return line

@@ -53,6 +53,8 @@ class EpochStats:
     wrong_followed: int = 0
     tokens: int = 0
     oracle_seconds: float = 0.0
+    oracle_calls: int = 0
+    oracle_fallbacks: int = 0
     cpu_seconds: float = 0.0
     sentences: int = 0
 
@@ -143,6 +145,7 @@ class Trainer:
                 started = clock()
                 correct, follow = self._correct_columns(state, modes[i], statics[i], dynamics[i], examples[i])
                 stats.oracle_seconds += clock() - started
+                stats.oracle_calls += 1
                 scored.append(i)
                 legal_sets.append(legal)
                 correct_sets.append(correct)
@@ -189,6 +192,7 @@ class Trainer:
                 action, label = transitions[column]
                 system.apply(states[i], action, label)
             live = [i for i in live if not system.is_final(states[i])]
+        stats.oracle_fallbacks = sum(getattr(oracle, "fallbacks", 0) for oracle in dynamics if oracle)
         loss = self._batch_loss(projected, pending, loss_correct, loss_wrong, margin, stats)
         if loss is not None:
             self.optimizer.zero_grad(set_to_none=True)

@@ -126,6 +126,11 @@ class StaticOracle(Protocol):
 
 
 class DynamicOracle(Protocol):
+    """``costs(state)``: the cost of every legal action.  An oracle that bounds
+    its work per call and answers some calls approximately (Attardi's
+    ``work_limit``) counts those calls in an int attribute ``fallbacks``,
+    which training reports per epoch."""
+
     def costs(self, state: State) -> dict[str, int]: ...
 
 
