@@ -115,6 +115,8 @@ class TrainingConfig:
     beta2: float = 0.9
     #: gradient clipping by global norm (0 disables)
     clip: float = 5.0
+    #: evaluate and save an exponential moving average of the weights with this decay (0: off)
+    ema_decay: float = 0.0
     #: write TensorBoard event files
     tensorboard: bool = True
     #: progress bars on stderr
@@ -241,7 +243,7 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: training.p_agg: must be within [0, 1], got {config.training.p_agg!r}")
     if not 0.0 <= config.model.pos_dropout <= 1.0:
         raise ConfigError(f"{source}: model.pos_dropout: must be within [0, 1], got {config.model.pos_dropout!r}")
-    for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout"):
+    for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout", "training.ema_decay"):
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
     from .transitions import system_class

@@ -81,15 +81,22 @@ def test_checkpoint_round_trip_gives_the_same_parses(tmp_path):
         assert torch.equal(value, again.model.network.state_dict()[key])
 
 
-def test_resume_ends_with_the_same_model(tmp_path):
-    train(tiny_run(tmp_path, "whole", epochs=3), log=lambda line: None)
-    train(tiny_run(tmp_path, "parts", epochs=1), log=lambda line: None)
-    train(tiny_run(tmp_path, "parts", epochs=3), resume=True, log=lambda line: None)
+@pytest.mark.parametrize("ema_decay", [0.0, 0.9])
+def test_resume_ends_with_the_same_model(tmp_path, ema_decay):
+    training = {"ema_decay": ema_decay}
+    train(tiny_run(tmp_path, "whole", epochs=3, training=training), log=lambda line: None)
+    train(tiny_run(tmp_path, "parts", epochs=1, training=training), log=lambda line: None)
+    train(tiny_run(tmp_path, "parts", epochs=3, training=training), resume=True, log=lambda line: None)
     whole = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)
     parts = torch.load(tmp_path / "parts" / "last.pt", weights_only=True)
     assert parts["epoch"] == whole["epoch"] == 3
     for key, value in whole["model"]["weights"].items():
         assert torch.allclose(value, parts["model"]["weights"][key], atol=1e-6), key
+    if ema_decay:
+        assert parts["training"]["average"]["updates"] == whole["training"]["average"]["updates"] > 0
+        for trained, again in zip(whole["training"]["average"]["current_weights"],
+                                  parts["training"]["average"]["current_weights"]):
+            assert torch.allclose(trained, again, atol=1e-6)
     epochs = [json.loads(line).get("epoch") for line in (tmp_path / "parts" / "metrics.jsonl").read_text().splitlines()]
     assert epochs[:3] == [1, 2, 3]
 

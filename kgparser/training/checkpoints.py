@@ -11,7 +11,10 @@ with ``torch.load(path, weights_only=True)``::
     epoch             completed epochs
     dev               {"uas": .., "las": ..} of this model (None without dev data)
     training          (last.pt only) optimizer state, torch RNG state,
-                      best_las, best_epoch: what --resume needs
+                      best_las, best_epoch, and with ``training.ema_decay``
+                      ``average``: the trained weights (the model's weights
+                      are then their moving average) and the update count:
+                      what --resume needs
 """
 from __future__ import annotations
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import random
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -145,6 +147,8 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
     if resume:
         trainer.optimizer.load_state_dict(data["training"]["optimizer"])
         torch.set_rng_state(data["training"]["torch_rng"])
+        if trainer.average is not None:
+            trainer.average.restore(data["training"]["average"])
 
     out.mkdir(parents=True, exist_ok=True)
     config.save(out / CONFIG_FILE)
@@ -175,20 +179,23 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
                 "tokens_per_cpu_second": stats.tokens / stats.cpu_seconds if stats.cpu_seconds else None,
                 "lr": trainer.optimizer.param_groups[0]["lr"],
             }
-            if dev_sentences:
-                started = time.perf_counter()
-                dev = _scores(model, dev_sentences)
-                record.update(dev_uas=dev["uas"], dev_las=dev["las"],
-                              parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
-            else:
-                dev = None
-            improved = best_las is None or (dev is not None and dev["las"] > best_las) or dev is None
-            if improved:
-                best_las, best_epoch = (dev["las"] if dev else None), epoch + 1
-                save_atomic(checkpoint_data(model, epoch + 1, dev), out / BEST)
-            training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-                              "best_las": best_las, "best_epoch": best_epoch}
-            save_atomic(checkpoint_data(model, epoch + 1, dev, training_state), out / LAST)
+            with _evaluated_weights(trainer) as average_state:
+                if dev_sentences:
+                    started = time.perf_counter()
+                    dev = _scores(model, dev_sentences)
+                    record.update(dev_uas=dev["uas"], dev_las=dev["las"],
+                                  parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
+                else:
+                    dev = None
+                improved = best_las is None or (dev is not None and dev["las"] > best_las) or dev is None
+                if improved:
+                    best_las, best_epoch = (dev["las"] if dev else None), epoch + 1
+                    save_atomic(checkpoint_data(model, epoch + 1, dev), out / BEST)
+                training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+                                  "best_las": best_las, "best_epoch": best_epoch}
+                if average_state is not None:
+                    training_state["average"] = average_state
+                save_atomic(checkpoint_data(model, epoch + 1, dev, training_state), out / LAST)
             metrics.write(record)
             board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
                            "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
@@ -206,6 +213,18 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
     finally:
         board.close()
     return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+
+
+@contextmanager
+def _evaluated_weights(trainer: Trainer) -> Iterator[dict | None]:
+    """The weights a run evaluates and saves: the trained ones, or their moving
+    average (``training.ema_decay``); then yields what ``--resume`` needs to
+    put the trained weights back."""
+    if trainer.average is None:
+        yield None
+        return
+    with trainer.average.swapped_in() as current:
+        yield trainer.average.state(current)
 
 
 def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config) -> tuple[EpochStats, float]:

@@ -30,6 +30,7 @@ import torch
 from ..config import Config
 from ..model import Model
 from ..parser import flat_rows, state_rows
+from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
 STATIC, DYNAMIC, STATIC_DYNAMIC = "static", "dynamic", "static-dynamic"
@@ -83,6 +84,8 @@ class Trainer:
         self.policy = ExplorationPolicy(cfg.margin, cfg.p_agg)
         params = [p for p in model.network.parameters() if p.requires_grad]
         self.optimizer = _adam(params, cfg.lr, (cfg.beta1, cfg.beta2))
+        #: the weights evaluated and saved, when ``training.ema_decay`` > 0
+        self.average = WeightAverage(params, cfg.ema_decay) if cfg.ema_decay > 0 else None
         n_transitions = len(model.transitions)
         self.static_columns = np.zeros(n_transitions, dtype=bool)
         for action in self.system.static_actions:
@@ -200,6 +203,8 @@ class Trainer:
             if cfg.clip > 0:
                 torch.nn.utils.clip_grad_norm_(network.parameters(), cfg.clip)
             self.optimizer.step()
+            if self.average is not None:
+                self.average.update()
         return stats
 
     def _best_non_static(self, scores: np.ndarray, wrong_mask: np.ndarray) -> tuple[int, float]:
