@@ -247,3 +247,23 @@ def test_reused_oracle_takes_the_configuration_loss_from_its_previous_call(monke
             assert SYSTEM.dynamic_oracle(gold).costs(state) == costs
             SYSTEM.apply(state, rng.choice(list(costs)))
     assert reused_tables == 0 and configuration_tables
+
+
+def test_fallback_costs_are_mostly_the_exact_ones():
+    """The greedy upper bounds price most states exactly (84% on Hungarian
+    sentences; a local estimate of the damage of each reduce: 42%)."""
+    rng = random.Random(8)
+    exact, approximate = SYSTEM, get_system("attardi", work_limit=0)
+    same = states = 0
+    for gold in buildable_trees(18, rng, 30, nonprojective=True):
+        oracle, fallback = exact.dynamic_oracle(gold), approximate.dynamic_oracle(gold)
+        state = exact.initial_state(len(gold) - 1)
+        while not exact.is_final(state):
+            costs = oracle.costs(state)
+            if len(costs) > 1:
+                states += 1
+                same += fallback.costs(state) == costs
+            wrong = [a for a, c in costs.items() if c]
+            action = rng.choice(wrong) if wrong and rng.random() < 0.2 else min(costs, key=costs.get)
+            exact.apply(state, action)
+    assert states > 500 and same / states > 0.8, (same, states)
