@@ -279,12 +279,28 @@ def test_a_failed_run_has_no_marker_and_others_go_on(tiny_grid, monkeypatch):
     assert {r.labels["seed"] for r in done} == {"1"} and len(done) == 4
 
 
-def test_a_second_run_of_the_same_grid_is_refused(tiny_grid, fake_runs):
+def test_a_run_another_process_is_executing_is_skipped(tiny_grid, fake_runs):
     grid = load_grid(tiny_grid)
-    with runners.grid_lock(grid):
-        with pytest.raises(KgparserError, match="another 'kgparser experiment run' is running this grid"):
-            run_grid(load_grid(tiny_grid), log=lambda line: None)
-    assert fake_runs == []
+    busy = grid.runs[0].output_dir
+    busy.mkdir(parents=True)
+    lines = []
+    with runners.run_lock(busy):
+        failures = run_grid(load_grid(tiny_grid), log=lines.append)
+    assert failures == []
+    assert any(line.endswith(f"skipped {grid.runs[0].name}: another process is executing the run in {busy}")
+               for line in lines)
+    trained = {Path(_settings(c)["output_dir"]) for c in fake_runs if c[3] == "train"}
+    assert busy not in trained and len(trained) == len(grid.runs) - 1
+    assert [run.name for run, status in runners.statuses(grid) if status != "finished"] == [grid.runs[0].name]
+
+
+def test_a_run_finished_meanwhile_by_another_process_is_not_trained_again(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    job = runners.make_job(grid, grid.runs[0])
+    first = runners.execute(job)
+    calls = len(fake_runs)
+    assert runners.execute(job) == first  # listed as pending before the other process finished it
+    assert len(fake_runs) == calls
 
 
 class FakeRay:

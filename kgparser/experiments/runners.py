@@ -11,7 +11,11 @@ atomically).  A run counts as finished when its marker records the same
 fingerprint (of its resolved config, :func:`.grid.fingerprint`) as the grid
 asks for now; a run interrupted during training is continued with
 ``--resume`` from its ``last.pt`` if it was started with the same config
-(``RUN_DIR/.started``), and trained from scratch otherwise.
+(``RUN_DIR/.started``), and trained from scratch otherwise.  A run holds a
+lock (``RUN_DIR/.lock``) while it executes, so several ``kgparser experiment
+run`` commands (e.g. on different ``--only`` slices, or on machines sharing
+the folder) can work on one grid: a run locked by another one is skipped,
+and a run another one has finished meanwhile is not trained again.
 
 Engines: ``local`` runs at most ``max_parallel`` runs at once (each in its own
 processes; threads of this process only wait for them); ``ray`` sends each run
@@ -42,13 +46,17 @@ MARKER = "experiment.json"
 PREDICTIONS = "test.pred.conllu"
 TRAIN_LOG = "train.log"
 BEST, LAST = "best.pt", "last.pt"
-LOCK_FILE = ".experiment.lock"
+LOCK_FILE = ".lock"
 #: the fingerprint of the config a run was started with (decides whether last.pt may be resumed)
 STARTED = ".started"
 
 
 class RunFailed(KgparserError):
     """A run's training or parsing command failed (the message points to its log)."""
+
+
+class RunBusy(KgparserError):
+    """Another process is executing the run."""
 
 
 @dataclass(frozen=True)
@@ -68,12 +76,8 @@ class Job:
 def run_status(run: Run, expected: str) -> str:
     """``finished``, ``stale`` (finished under another config), ``partial`` (has a
     last.pt to resume from) or ``pending``."""
-    marker = run.output_dir / MARKER
-    if marker.exists():
-        try:
-            recorded = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
-        except (OSError, ValueError):
-            recorded = None
+    if (run.output_dir / MARKER).exists():
+        recorded = (_marker(run.output_dir) or {}).get("fingerprint")
         if recorded == expected or saved_config_fingerprint(run.output_dir) == expected:
             return "finished"
         return "stale"
@@ -125,9 +129,41 @@ def _resumable(out: Path, fingerprint: str) -> bool:
 
 def execute(job: Job) -> dict:
     """Train (or resume) one run, parse its test set with the best checkpoint and
-    write the marker.  Returns the marker's content."""
+    write the marker.  Returns the marker's content.  Raises :class:`RunBusy`
+    when another process holds the run's lock."""
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):
+        marker = _marker(out)
+        if marker is not None and marker.get("fingerprint") == job.fingerprint:
+            return marker  # finished by another process since this one listed it
+        return _execute_locked(job, out)
+
+
+@contextmanager
+def run_lock(out: Path):
+    """Exclusive, non-blocking: the lock of the run in ``out``."""
+    import fcntl
+
+    with open(out / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RunBusy(f"another process is executing the run in {out}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _marker(out: Path) -> dict | None:
+    try:
+        return json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _execute_locked(job: Job, out: Path) -> dict:
     (out / MARKER).unlink(missing_ok=True)
     log = out / TRAIN_LOG
     started = time.time()
@@ -166,6 +202,8 @@ def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], d
                 try:
                     future.result()
                     log(f"[{done}/{len(jobs)}] finished {job.name}")
+                except RunBusy as exc:
+                    log(f"[{done}/{len(jobs)}] skipped {job.name}: {exc}")
                 except Exception as exc:  # a failed run must not stop the others
                     failures.append(f"{job.name}: {exc}")
                     log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
@@ -231,26 +269,7 @@ def run_grid(grid: Grid, *, engine: str | None = None, max_parallel: int | None 
              only: Callable[[Run], bool] | None = None, execute_job: Callable[[Job], dict] = execute,
              log: Callable[[str], None] = print) -> list[str]:
     """Run every run not finished yet (``stale`` ones again); returns failure messages."""
-    with grid_lock(grid):
-        return _run_unfinished(grid, engine, max_parallel, only, execute_job, log)
-
-
-@contextmanager
-def grid_lock(grid: Grid):
-    """One ``kgparser experiment run`` per grid at a time (two would train the same runs)."""
-    import fcntl
-
-    grid.output_root.mkdir(parents=True, exist_ok=True)
-    with open(grid.output_root / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise KgparserError(f"{grid.path}: another 'kgparser experiment run' is running this grid "
-                                f"(lock {grid.output_root / LOCK_FILE})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return _run_unfinished(grid, engine, max_parallel, only, execute_job, log)
 
 
 def _run_unfinished(grid: Grid, engine: str | None, max_parallel: int | None, only, execute_job,
@@ -262,10 +281,8 @@ def _run_unfinished(grid: Grid, engine: str | None, max_parallel: int | None, on
         if status == "finished":
             finished += 1
             continue
-        if status == "stale":
+        if status == "stale":  # execute() starts it over: its .started fingerprint differs too
             log(f"{run.name}: the grid or base config changed since it finished; training it again")
-            for name in (LAST, BEST, MARKER):
-                (run.output_dir / name).unlink(missing_ok=True)
         todo.append(make_job(grid, run))
     kind = engine or grid.engine.kind
     log(f"{grid.name}: {finished + len(todo)} runs, {finished} already finished, {len(todo)} to run ({kind})")
