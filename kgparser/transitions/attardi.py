@@ -313,23 +313,7 @@ class AttardiDynamicOracle:
         ``self._previous``.
         """
         gold, reduction = self.gold, self.buffer_reduction
-        reduced = None
-        successors = {}
-        for action in legal:
-            if action == SHIFT:
-                after = stack + [b]
-                successors[action] = (0, FutureLoss(gold, after, reduction.reduced(after, b + 1), budget))
-                continue
-            head, dep = _arc(stack, action)
-            after = stack[:]
-            after.remove(dep)
-            if gold[dep] >= b:
-                after_reduced = reduction.reduced(after, b)
-            else:
-                if reduced is None:
-                    reduced = reduction.reduced(stack, b)
-                after_reduced = reduced
-            successors[action] = (int(gold[dep] != head), FutureLoss(gold, after, after_reduced, budget))
+        successors, reduced = self._successors(stack, b, legal, budget)
         if all(future.lower == future.upper for _, future in successors.values()):
             losses = {action: arc + future.lower for action, (arc, future) in successors.items()}
         else:
@@ -347,6 +331,31 @@ class AttardiDynamicOracle:
         self._previous = (stack[:], b, {action: losses[action] - arc for action, (arc, _) in successors.items()})
         return losses
 
+    def _successors(self, stack: list[int], b: int, legal: list[str], budget: Budget
+                    ) -> tuple[dict[str, tuple[int, FutureLoss]], list[int] | None]:
+        """For each legal action, whether its arc is wrong (0/1) and the
+        :class:`FutureLoss` of the successor; also the reduced buffer of ``c``
+        when it was needed (``None`` otherwise)."""
+        gold, reduction = self.gold, self.buffer_reduction
+        reduced = None
+        successors = {}
+        for action in legal:
+            if action == SHIFT:
+                after = stack + [b]
+                successors[action] = (0, FutureLoss(gold, after, reduction.reduced(after, b + 1), budget))
+                continue
+            head, dep = _arc(stack, action)
+            after = stack[:]
+            after.remove(dep)
+            if gold[dep] >= b:
+                after_reduced = reduction.reduced(after, b)
+            else:
+                if reduced is None:
+                    reduced = reduction.reduced(stack, b)
+                after_reduced = reduced
+            successors[action] = (int(gold[dep] != head), FutureLoss(gold, after, after_reduced, budget))
+        return successors, reduced
+
     def approximate_costs(self, state: StackBufferState) -> dict[str, int]:
         """O(n) fallback for configurations over the work budget: the costs
         the greedy upper bounds of :class:`FutureLoss` give, without tables.
@@ -360,18 +369,8 @@ class AttardiDynamicOracle:
         equal the exact costs on 81.4% of the states and every action they
         price at 0 truly costs 0 on 94.0%.
         """
-        gold, reduction, stack, b = self.gold, self.buffer_reduction, state.stack, state.b
-        unbounded = Budget(math.inf)
-        prices = {}
-        for action in _legal(stack, b < len(gold)):
-            if action == SHIFT:
-                after = stack + [b]
-                prices[action] = FutureLoss(gold, after, reduction.reduced(after, b + 1), unbounded).upper
-                continue
-            head, dep = _arc(stack, action)
-            after = stack[:]
-            after.remove(dep)
-            prices[action] = int(gold[dep] != head) + FutureLoss(gold, after, reduction.reduced(after, b),
-                                                                 unbounded).upper
+        stack, b = state.stack, state.b
+        successors, _ = self._successors(stack, b, _legal(stack, b < len(self.gold)), Budget(math.inf))
+        prices = {action: arc + future.upper for action, (arc, future) in successors.items()}
         best = min(prices.values())
         return {action: price - best for action, price in prices.items()}
