@@ -162,7 +162,7 @@ def test_mapping_key_and_treebank_axes_with_exclusions(tmp_path):
         for split in ("train", "dev", "test"):
             (directory / f"toy-ud-{split}.conllu").write_text(gold.read_text())
     path = write_grid(tmp_path, {"axes": {
-        "treebank": {"ud": "ud", "values": ["UD_Toy-A", "UD_Toy-B"]},
+        "treebank": {"ud": "ud", "values": ["UD_Toy-A", {"UD_Toy-B": {"data.max_train_sentences": 1}}]},
         "parser": {"2p": {"system.name": "two-planar", "training.oracle": "dynamic"},
                    "swap": {"system.name": "arc-hybrid-swap", "training.oracle": "static-dynamic"}},
         "switch": {"key": "system.options.regularize_switch", "values": [True, False]}},
@@ -176,6 +176,9 @@ def test_mapping_key_and_treebank_axes_with_exclusions(tmp_path):
     assert overrides["data.test"] == str((tmp_path / "ud/UD_Toy-A/toy-ud-test.conllu").resolve())
     assert overrides["system.options.regularize_switch"] is False
     assert run_config(grid, grid.runs[1]).system.options == {"regularize_switch": False}
+    assert [dict(run.overrides).get("data.max_train_sentences") for run in grid.runs] == [None] * 3 + [1] * 3
+    assert run_config(grid, grid.runs[4]).data.max_train_sentences == 1
+    assert grid.runs[3].name == "treebank=Toy-B/parser=2p/switch=true"
 
 
 @pytest.mark.parametrize("body, message", [
@@ -186,6 +189,8 @@ def test_mapping_key_and_treebank_axes_with_exclusions(tmp_path):
     ({"axes": {"oracle": ["static"]}, "engine": {"kind": "kubernetes"}}, "engine.kind"),
     ({"axes": {"oracle": ["static", "static"]}}, "repeated value label"),
     ({"axes": {"oracle": ["static"]}, "set": {"output_dir": "x"}}, "set.output_dir"),
+    ({"axes": {"treebank": {"ud": ".", "values": [{"A": {}, "B": {}}]}}}, "axes.treebank.values: expected a "
+                                                                         "treebank directory or"),
 ])
 def test_grid_errors_name_file_and_key(tmp_path, body, message):
     write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))

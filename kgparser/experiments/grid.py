@@ -225,7 +225,9 @@ def _ud_split(path: Path, where: str, directory: Path, split: str) -> str:
 
 
 def _ud_axis(path: Path, name: str, raw: dict) -> Axis:
-    """``{ud: ROOT, values: [UD_X-Y, ...]}``: each treebank directory gives data.train/dev/test."""
+    """``{ud: ROOT, values: [UD_X-Y, {UD_Z-W: {overrides}}, ...]}``: each treebank
+    directory gives data.train/dev/test; one written as a single-key mapping adds
+    its own overrides (e.g. a smaller budget for a large treebank)."""
     where = f"axes.{name}"
     _check_keys(path, where, raw, ("ud", "values"))
     root = (path.parent / str(raw["ud"])).resolve()
@@ -233,13 +235,21 @@ def _ud_axis(path: Path, name: str, raw: dict) -> Axis:
     if not isinstance(names, list) or not names:
         raise _fail(path, f"{where}.values", "expected a non-empty list of treebank directories")
     values = []
-    for directory_name in names:
+    for entry in names:
+        directory_name, overrides = entry, ()
+        if isinstance(entry, dict):
+            if len(entry) != 1:
+                raise _fail(path, f"{where}.values", f"expected a treebank directory or "
+                                                     f"{{directory: {{overrides}}}}, got {entry!r}")
+            (directory_name, extra), = entry.items()
+            overrides = _overrides(path, f"{where}.values.{directory_name}", extra)
         directory = root / str(directory_name)
         if not directory.is_dir():
             raise _fail(path, f"{where}.values", f"no treebank directory {directory}")
         label = label_of(str(directory_name).removeprefix("UD_"))
-        values.append(AxisValue(label, tuple((f"data.{split}", _ud_split(path, where, directory, split))
-                                             for split in ("train", "dev", "test"))))
+        splits = tuple((f"data.{split}", _ud_split(path, where, directory, split))
+                       for split in ("train", "dev", "test"))
+        values.append(AxisValue(label, splits + overrides))
     return Axis(name, tuple(values))
 
 
