@@ -290,10 +290,11 @@ def test_a_run_another_process_is_executing_is_skipped(tiny_grid, fake_runs):
     busy.mkdir(parents=True)
     lines = []
     with runners.run_lock(busy):
+        assert runners.statuses(grid)[0][1] == "running"
         failures = run_grid(load_grid(tiny_grid), log=lines.append)
     assert failures == []
-    assert any(line.endswith(f"skipped {grid.runs[0].name}: another process is executing the run in {busy}")
-               for line in lines)
+    assert f"tiny: {len(grid.runs)} runs, 0 already finished, 1 running in another process, " \
+           f"{len(grid.runs) - 1} to run (local)" in lines
     trained = {Path(_settings(c)["output_dir"]) for c in fake_runs if c[3] == "train"}
     assert busy not in trained and len(trained) == len(grid.runs) - 1
     assert [run.name for run, status in runners.statuses(grid) if status != "finished"] == [grid.runs[0].name]
@@ -306,6 +307,17 @@ def test_a_run_finished_meanwhile_by_another_process_is_not_trained_again(tiny_g
     calls = len(fake_runs)
     assert runners.execute(job) == first  # listed as pending before the other process finished it
     assert len(fake_runs) == calls
+
+
+def test_a_run_that_starts_after_the_listing_is_skipped_by_the_worker(tiny_grid, fake_runs):
+    grid = load_grid(tiny_grid)
+    job = runners.make_job(grid, grid.runs[0])
+    Path(job.output_dir).mkdir(parents=True)
+    lines = []
+    with runners.run_lock(Path(job.output_dir)):
+        failures = runners.run_local([job], 1, log=lines.append)
+    assert failures == [] and fake_runs == []
+    assert lines == [f"[1/1] skipped {job.name}: another process is executing the run in {job.output_dir}"]
 
 
 class FakeRay:

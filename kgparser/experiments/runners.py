@@ -74,12 +74,20 @@ class Job:
 
 
 def run_status(run: Run, expected: str) -> str:
-    """``finished``, ``stale`` (finished under another config), ``partial`` (has a
-    last.pt to resume from) or ``pending``."""
+    """``finished``, ``running`` (another process holds its lock), ``stale``
+    (finished under another config), ``partial`` (has a last.pt to resume from)
+    or ``pending``."""
     if (run.output_dir / MARKER).exists():
         recorded = (_marker(run.output_dir) or {}).get("fingerprint")
         if recorded == expected or saved_config_fingerprint(run.output_dir) == expected:
             return "finished"
+    if (run.output_dir / LOCK_FILE).exists():
+        try:
+            with run_lock(run.output_dir):
+                pass
+        except RunBusy:
+            return "running"
+    if (run.output_dir / MARKER).exists():
         return "stale"
     if (run.output_dir / LAST).exists():
         return "partial"
@@ -268,24 +276,25 @@ def run_slurm(jobs: list[Job], settings: dict, threads: int, folder: Path,
 def run_grid(grid: Grid, *, engine: str | None = None, max_parallel: int | None = None,
              only: Callable[[Run], bool] | None = None, execute_job: Callable[[Job], dict] = execute,
              log: Callable[[str], None] = print) -> list[str]:
-    """Run every run not finished yet (``stale`` ones again); returns failure messages."""
-    return _run_unfinished(grid, engine, max_parallel, only, execute_job, log)
-
-
-def _run_unfinished(grid: Grid, engine: str | None, max_parallel: int | None, only, execute_job,
-                    log: Callable[[str], None]) -> list[str]:
-    todo, finished = [], 0
+    """Run every run not finished yet (``stale`` ones again) and not running
+    elsewhere; returns failure messages."""
+    todo, finished, running = [], 0, 0
     for run, status in statuses(grid):
         if only is not None and not only(run):
             continue
         if status == "finished":
             finished += 1
             continue
+        if status == "running":
+            running += 1
+            continue
         if status == "stale":  # execute() starts it over: its .started fingerprint differs too
             log(f"{run.name}: the grid or base config changed since it finished; training it again")
         todo.append(make_job(grid, run))
     kind = engine or grid.engine.kind
-    log(f"{grid.name}: {finished + len(todo)} runs, {finished} already finished, {len(todo)} to run ({kind})")
+    elsewhere = f", {running} running in another process" if running else ""
+    log(f"{grid.name}: {finished + running + len(todo)} runs, {finished} already finished{elsewhere}, "
+        f"{len(todo)} to run ({kind})")
     if not todo:
         return []
     threads = grid.engine.threads_per_run
