@@ -83,7 +83,7 @@ def run_status(run: Run, expected: str) -> str:
             return "finished"
     if (run.output_dir / LOCK_FILE).exists():
         try:
-            with run_lock(run.output_dir):
+            with run_lock(run.output_dir, wait=0):
                 pass
         except RunBusy:
             return "running"
@@ -149,15 +149,21 @@ def execute(job: Job) -> dict:
 
 
 @contextmanager
-def run_lock(out: Path):
-    """Exclusive, non-blocking: the lock of the run in ``out``."""
+def run_lock(out: Path, wait: float = 1.0):
+    """The exclusive lock of the run in ``out``, tried for up to ``wait`` seconds
+    (a status check holds it for an instant) before raising :class:`RunBusy`."""
     import fcntl
 
     with open(out / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise RunBusy(f"another process is executing the run in {out}") from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise RunBusy(f"another process is executing the run in {out}") from None
+                time.sleep(0.05)
         try:
             yield
         finally:
