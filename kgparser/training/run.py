@@ -172,30 +172,15 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
                 "skipped": skipped_share,
                 "oracle_seconds": stats.oracle_seconds,
                 # share of oracle calls answered approximately (an oracle's work budget ran out)
-                "oracle_fallbacks": stats.oracle_fallbacks / max(stats.oracle_calls, 1),
+                "oracle_fallbacks": stats.oracle_fallbacks / max(stats.scored, 1),
                 "tokens_per_second": stats.tokens / seconds if seconds else None,
                 "epoch_seconds": seconds,
                 # CPU time of the process: throughput unaffected by other load on the machine
                 "tokens_per_cpu_second": stats.tokens / stats.cpu_seconds if stats.cpu_seconds else None,
                 "lr": trainer.optimizer.param_groups[0]["lr"],
             }
-            with _evaluated_weights(trainer) as average_state:
-                if dev_sentences:
-                    started = time.perf_counter()
-                    dev = _scores(model, dev_sentences)
-                    record.update(dev_uas=dev["uas"], dev_las=dev["las"],
-                                  parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
-                else:
-                    dev = None
-                improved = best_las is None or (dev is not None and dev["las"] > best_las) or dev is None
-                if improved:
-                    best_las, best_epoch = (dev["las"] if dev else None), epoch + 1
-                    save_atomic(checkpoint_data(model, epoch + 1, dev), out / BEST)
-                training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-                                  "best_las": best_las, "best_epoch": best_epoch}
-                if average_state is not None:
-                    training_state["average"] = average_state
-                save_atomic(checkpoint_data(model, epoch + 1, dev, training_state), out / LAST)
+            best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
+                                                      best_las, best_epoch, out)
             metrics.write(record)
             board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
                            "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
@@ -213,6 +198,29 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
     finally:
         board.close()
     return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+
+
+def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict, best_las: float | None,
+                       best_epoch: int, out: Path) -> tuple[float | None, int]:
+    """After ``epoch``: dev scores into ``record``, ``best.pt`` if they improved
+    (always without dev data), ``last.pt``; returns the best LAS and epoch."""
+    model = trainer.model
+    with _evaluated_weights(trainer) as average_state:
+        dev = None
+        if dev_sentences:
+            started = time.perf_counter()
+            dev = _scores(model, dev_sentences)
+            record.update(dev_uas=dev["uas"], dev_las=dev["las"],
+                          parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
+        if best_las is None or dev is None or dev["las"] > best_las:
+            best_las, best_epoch = (dev["las"] if dev else None), epoch
+            save_atomic(checkpoint_data(model, epoch, dev), out / BEST)
+        training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+                          "best_las": best_las, "best_epoch": best_epoch}
+        if average_state is not None:
+            training_state["average"] = average_state
+        save_atomic(checkpoint_data(model, epoch, dev, training_state), out / LAST)
+    return best_las, best_epoch
 
 
 @contextmanager

@@ -54,7 +54,6 @@ class EpochStats:
     wrong_followed: int = 0
     tokens: int = 0
     oracle_seconds: float = 0.0
-    oracle_calls: int = 0
     oracle_fallbacks: int = 0
     cpu_seconds: float = 0.0
     sentences: int = 0
@@ -148,7 +147,6 @@ class Trainer:
                 started = clock()
                 correct, follow = self._correct_columns(state, modes[i], statics[i], dynamics[i], examples[i])
                 stats.oracle_seconds += clock() - started
-                stats.oracle_calls += 1
                 scored.append(i)
                 legal_sets.append(legal)
                 correct_sets.append(correct)
