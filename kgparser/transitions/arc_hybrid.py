@@ -42,7 +42,7 @@ from typing import Sequence
 
 from . import register
 from .base import NO_HEAD, ROOT, RootPositionOption, StackBufferState, StackBufferSystem, stack_top
-from .trees import children, is_projective
+from .trees import children, has_all_dependents, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
 
@@ -111,10 +111,6 @@ class ArcHybridStaticOracle:
         self.system = system
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
-
-    def _complete(self, state: StackBufferState, word: int) -> bool:
-        heads = state.heads
-        return all(heads[k] == word for k in self.kids[word])
 
     def next_action(self, state: StackBufferState) -> str:
         stack = state.stack

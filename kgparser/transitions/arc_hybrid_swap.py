@@ -53,7 +53,7 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from .base import NO_HEAD, ROOT, State, TransitionSystem, stack_top
-from .trees import children, projective_order
+from .trees import children, has_all_dependents, projective_order
 
 SHIFT, LEFT, RIGHT, SWAP = "shift", "left", "right", "swap"
 
@@ -275,16 +275,12 @@ class ArcHybridSwapStaticOracle:
             return not reducible_first
         return True
 
-    def _complete(self, state: ArcHybridSwapState, word: int) -> bool:
-        heads = state.heads
-        return all(heads[k] == word for k in self.kids[word])
-
     def next_action(self, state: ArcHybridSwapState) -> str:
         if self.wants_swap(state) and self.system.can_swap(state):
             return SWAP
         stack, buffer = state.stack, state.buffer
         s0 = stack[-1]
-        if s0 != ROOT and self._complete(state, s0):
+        if s0 != ROOT and has_all_dependents(state.heads, self.kids, s0):
             head = self.gold[s0]
             if buffer and head == buffer[-1]:
                 return LEFT

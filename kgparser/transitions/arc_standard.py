@@ -38,7 +38,7 @@ from . import register
 from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
 from ._arc_standard_linear import ProjectiveReduction
 from .base import ROOT, StackBufferState, StackBufferSystem, stack_top
-from .trees import children, descendant_spans, is_projective
+from .trees import children, descendant_spans, has_all_dependents, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
 
@@ -100,17 +100,13 @@ class ArcStandardStaticOracle:
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
 
-    def _complete(self, state: StackBufferState, word: int) -> bool:
-        heads = state.heads
-        return all(heads[k] == word for k in self.kids[word])
-
     def next_action(self, state: StackBufferState) -> str:
         stack = state.stack
         if len(stack) > 1:
             s0, s1 = stack[-1], stack[-2]
-            if s1 != ROOT and self.gold[s1] == s0 and self._complete(state, s1):
+            if s1 != ROOT and self.gold[s1] == s0 and has_all_dependents(state.heads, self.kids, s1):
                 return LEFT
-            if self.gold[s0] == s1 and self._complete(state, s0):
+            if self.gold[s0] == s1 and has_all_dependents(state.heads, self.kids, s0):
                 return RIGHT
         return SHIFT
 

@@ -24,6 +24,12 @@ def children(heads: Sequence[int]) -> list[list[int]]:
     return kids
 
 
+def has_all_dependents(heads: Sequence[int], gold_children: Sequence[Sequence[int]], word: int) -> bool:
+    """Whether every gold dependent of ``word`` already hangs from it in ``heads``
+    (the static oracles reduce a word only then)."""
+    return all(heads[k] == word for k in gold_children[word])
+
+
 def find_cycle(heads: Sequence[int]) -> list[int] | None:
     """Words on a cycle of head links, or ``None`` if there is none."""
     n = len(heads) - 1
