@@ -114,7 +114,7 @@ class ArcHybridStaticOracle:
 
     def next_action(self, state: StackBufferState) -> str:
         stack = state.stack
-        if stack and stack[-1] != ROOT and self._complete(state, stack[-1]):
+        if stack and stack[-1] != ROOT and has_all_dependents(state.heads, self.kids, stack[-1]):
             head = self.gold[stack[-1]]
             if head == self.system.buffer_front(state):
                 return LEFT
