@@ -77,21 +77,30 @@ def run_status(run: Run, expected: str) -> str:
     """``finished``, ``running`` (another process holds its lock), ``stale``
     (finished under another config), ``partial`` (has a last.pt to resume from)
     or ``pending``."""
-    if (run.output_dir / MARKER).exists():
-        recorded = (_marker(run.output_dir) or {}).get("fingerprint")
-        if recorded == expected or saved_config_fingerprint(run.output_dir) == expected:
+    out = run.output_dir
+    marked = (out / MARKER).exists()
+    if marked:
+        recorded = (_marker(out) or {}).get("fingerprint")
+        if recorded == expected or saved_config_fingerprint(out) == expected:
             return "finished"
-    if (run.output_dir / LOCK_FILE).exists():
-        try:
-            with run_lock(run.output_dir, wait=0):
-                pass
-        except RunBusy:
-            return "running"
-    if (run.output_dir / MARKER).exists():
+    if _locked_elsewhere(out):
+        return "running"
+    if marked:
         return "stale"
-    if (run.output_dir / LAST).exists():
+    if (out / LAST).exists():
         return "partial"
     return "pending"
+
+
+def _locked_elsewhere(out: Path) -> bool:
+    """Whether another process holds the lock of the run in ``out``."""
+    if not (out / LOCK_FILE).exists():
+        return False
+    try:
+        with run_lock(out, wait=0):
+            return False
+    except RunBusy:
+        return True
 
 
 def saved_config_fingerprint(out: Path) -> str | None:
