@@ -58,6 +58,10 @@ class RunResult:
     #: series name (see CURVES) -> [(epoch, value), ...]
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     test_file: str | None = None
+    #: from the run's marker: wall time of training and parsing, when it finished, where it ran
+    seconds: float | None = None
+    finished_at: str | None = None
+    environment: dict = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:
@@ -164,6 +168,8 @@ def collect(grid: Grid, log=print) -> list[RunResult]:
         result = RunResult(run, status)
         if status == "finished":
             marker = json.loads((run.output_dir / MARKER).read_text(encoding="utf-8"))
+            result.seconds, result.finished_at = marker.get("seconds"), marker.get("finished_at")
+            result.environment = marker.get("environment") or {}
             result.test_file = config.data.test
             if marker.get("predictions") and result.test_file:
                 if result.test_file not in gold_cache:

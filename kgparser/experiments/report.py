@@ -1,7 +1,8 @@
 """The report of a grid: a Markdown file with the test scores of every
 configuration (mean and standard deviation over seeds), the named comparisons
 with their significance tests, accuracy by arc length, non-projective arc
-precision/recall, and SVG plots (learning curves, accuracy by arc length);
+precision/recall, SVG plots (learning curves, accuracy by arc length), and
+the runs' wall times, commits and machines (from their ``experiment.json``);
 plus ``results.json`` with the same numbers for other tools.
 
 Seeds in the comparisons (``report.seeds``):
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -195,13 +197,45 @@ def _axis_columns(grid: Grid) -> list[str]:
     return [name for name in grid.axis_names if name != SEED_AXIS]
 
 
+def _minutes(config: Configuration) -> str:
+    minutes = [r.seconds / 60 for r in config.scored if r.seconds is not None]
+    if not minutes:
+        return "–"
+    low, high = f"{min(minutes):.1f}", f"{max(minutes):.1f}"
+    return low if low == high else f"{low}–{high}"
+
+
 def _results_section(grid: Grid, configs: list[Configuration]) -> list[str]:
-    header = _axis_columns(grid) + ["seeds", "UAS", "LAS"]
+    header = _axis_columns(grid) + ["seeds", "UAS", "LAS", "min/run"]
     rows = [[label for _, label in c.labels] + [f"{len(c.scored)}/{len(c.results)}", _mean_sd(c, "uas"),
-                                                 _mean_sd(c, "las")] for c in configs]
+                                                 _mean_sd(c, "las"), _minutes(c)] for c in configs]
     return ["## Test scores", "", "UAS/LAS in %, mean ± sample standard deviation over the finished seeds "
-            f"({'all words' if grid.report.punct else 'punctuation excluded'}; LAS with full labels).", "",
-            *_table(header, rows), ""]
+            f"({'all words' if grid.report.punct else 'punctuation excluded'}; LAS with full labels); "
+            "min/run: the wall time of a run (training and parsing the test set), lowest–highest over the "
+            "seeds.", "", *_table(header, rows), ""]
+
+
+ENVIRONMENT_FIELDS = ("commit", "machine", "python", "torch")
+
+
+def _provenance_section(results: list[RunResult]) -> list[str]:
+    """When and where the finished runs ran, from their markers."""
+    finished = [r for r in results if r.seconds is not None]
+    if not finished:
+        return []
+    times = sorted(datetime.strptime(r.finished_at, "%Y-%m-%dT%H:%M:%S%z").astimezone(timezone.utc)
+                   for r in finished if r.finished_at)
+    lines = ["## Runs", "", f"{len(finished)} finished runs, {sum(r.seconds for r in finished) / 3600:.1f} hours "
+             "of wall time in all (each run's `seconds` in its `experiment.json`)"
+             + (f", finished between {times[0]:%Y-%m-%d %H:%M} and {times[-1]:%Y-%m-%d %H:%M} UTC"
+                if times else "") + ".", ""]
+    by_environment: dict[tuple, int] = {}
+    for result in finished:
+        key = tuple(result.environment.get(name) or "not recorded" for name in ENVIRONMENT_FIELDS)
+        by_environment[key] = by_environment.get(key, 0) + 1
+    rows = [[f"`{key[0]}`" if key[0] != "not recorded" else key[0], *key[1:], str(count)]
+            for key, count in sorted(by_environment.items(), key=lambda item: -item[1])]
+    return lines + _table([*ENVIRONMENT_FIELDS, "runs"], rows) + [""]
 
 
 def _comparison_section(grid: Grid, comparisons: list[tuple[Comparison, list[ComparisonRow]]]) -> list[str]:
@@ -332,7 +366,8 @@ def _json(grid: Grid, configs: list[Configuration], comparisons) -> dict:
     def config_data(c: Configuration) -> dict:
         return {"labels": dict(c.labels), "seeds_finished": len(c.scored), "seeds": len(c.results),
                 **{f"{m}_{s}": v for m in METRICS for s, v in zip(("mean", "sd"), c.mean_sd(m))},
-                "runs": {r.run.name: {"uas": r.uas, "las": r.las} for r in c.scored},
+                "runs": {r.run.name: {"uas": r.uas, "las": r.las, "seconds": r.seconds, "finished_at": r.finished_at,
+                                      "environment": r.environment} for r in c.scored},
                 "nonprojective": vars(c.pooled_counts("nonprojective")),
                 "by_length": {b: vars(v) for b, v in c.pooled_by_length().items()}}
 
@@ -367,6 +402,7 @@ def write_report(grid: Grid, results: list[RunResult], output: Path | None = Non
     lines += _length_section(grid, configs)
     lines += _nonprojective_section(grid, configs)
     lines += _plots(grid, configs, output / "plots")
+    lines += _provenance_section(results)
     (output / "results.json").write_text(json.dumps(_json(grid, configs, comparisons), indent=2), encoding="utf-8")
     path = output / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")

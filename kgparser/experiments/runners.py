@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
@@ -206,11 +209,50 @@ def _execute_locked(job: Job, out: Path) -> dict:
     marker = {"name": job.name, "point": dict(job.point), "fingerprint": job.fingerprint,
               "set": list(job.set_arguments), "test": job.test,
               "predictions": PREDICTIONS if job.test else None,
-              "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+              "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "environment": run_environment()}
     temporary = out / f".{MARKER}.tmp"
     temporary.write_text(json.dumps(marker, indent=2), encoding="utf-8")
     os.replace(temporary, out / MARKER)
     return marker
+
+
+@lru_cache(maxsize=1)
+def run_environment() -> dict:
+    """Where a run executes, recorded in its marker for the report: the kgparser
+    commit (when kgparser runs from a git checkout; ``+modified`` when its code
+    differs from that commit), Python and torch versions, and the machine."""
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = None
+    return {"commit": _source_commit(), "python": platform.python_version(), "torch": torch_version,
+            "machine": _machine()}
+
+
+def _source_commit() -> str | None:
+    checkout = Path(__file__).resolve().parents[2]
+    if not (checkout / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short=7", "HEAD"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        changes = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no",
+                                  "--", "kgparser"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+modified" if changes.strip() else "")
+
+
+def _machine() -> str:
+    processor = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            processor = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+                             processor)
+    except OSError:
+        pass
+    return f"{processor}, {os.cpu_count()} CPUs, {platform.system()}"
 
 
 def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], dict] = execute,
