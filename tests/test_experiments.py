@@ -86,8 +86,8 @@ def fake_call(calls: list):
             load_config(command[4], [f"{k}={v}" for k, v in settings.items()]).save(out / "config.yaml")
             (out / "last.pt").write_bytes(b"fake")
             (out / "best.pt").write_bytes(b"fake")
-            records = [{"epoch": e, "loss": 1.0 / e, "dev_las": 0.5 + 0.1 * e, "dev_uas": 0.6 + 0.1 * e}
-                       for e in (1, 2, 3)]
+            records = [{"epoch": e, "loss": 1.0 / e, "dev_las": 0.5 + 0.1 * e, "dev_uas": 0.6 + 0.1 * e,
+                        "epoch_seconds": 10.0 * e} for e in (1, 2, 3)]
             (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         elif action == "parse":
             out = Path(_option(command, "--output"))
@@ -529,30 +529,31 @@ def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
                      "length-recall-arc-eager.svg", "length-recall-arc-hybrid.svg",
                      "nonprojective-arc-eager.svg", "nonprojective-arc-hybrid.svg"]
     assert "<polyline" in (path.parent / "plots" / plots[0]).read_text()
-    # wall time per configuration and where the runs ran, from the markers
-    markers = [json.loads((tmp_path / "runs" / name / runners.MARKER).read_text())
-               for config in data["configurations"] for name in config["runs"]]
-    assert all(m["environment"] == runners.run_environment() for m in markers)
-    assert "| 2/2 |" in text and text.count("min/run") == 2
-    assert f"8 finished runs, {sum(m['seconds'] for m in markers) / 3600:.1f} hours" in text
+    # training time per configuration and where the runs ran
     environment = runners.run_environment()
+    assert all(r["environment"] == environment for c in data["configurations"] for r in c["runs"].values())
+    assert "| 2/2 | " in text and " | 1.0 |" in text  # every fake run trains 10 + 20 + 30 seconds
+    assert "8 finished runs, 0.1 hours of training in all" in text
     assert f"| {environment['machine']} | {environment['python']} |" in text and text.rstrip().endswith("| 8 |")
 
 
-def test_report_wall_times_and_environments_from_the_markers(tiny_grid, fake_runs, tmp_path):
+def test_report_training_times_and_environments(tiny_grid, fake_runs, tmp_path):
     grid = load_grid(tiny_grid)
     run_grid(grid, log=lambda line: None)
-    for index, run in enumerate(grid.runs):  # two machines; runs finished before markers recorded one
+    for index, run in enumerate(grid.runs):  # two machines; a run finished before markers recorded one
         marker = json.loads((run.output_dir / runners.MARKER).read_text())
-        marker["seconds"], marker["finished_at"] = 60.0 * (index + 1), f"2026-01-0{1 + index % 3}T12:00:00+0100"
+        marker["finished_at"] = f"2026-01-0{1 + index % 3}T12:00:00+0100"
         marker["environment"] = ({"commit": "abc1234", "machine": "m1", "python": "3.12", "torch": "2.13.0"}
                                  if index < 5 else {} if index == 5 else
                                  {"commit": "def5678+modified", "machine": "m2", "python": "3.11", "torch": None})
         (run.output_dir / runners.MARKER).write_text(json.dumps(marker))
+        # epochs of (index + 1) minutes; epoch 2 was written again by a resumed attempt and counts once
+        records = [{"epoch": e, "epoch_seconds": 20.0 * (index + 1)} for e in (1, 2, 2, 3)]
+        (run.output_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     text = write_report(grid, collect(grid, log=lambda line: None), tmp_path / "out").read_text()
-    # runs are expanded system, oracle, seed: arc-hybrid static is runs 1 and 2 (1 and 2 minutes)
+    # runs are expanded system, oracle, seed: arc-hybrid static is runs 1 and 2, arc-eager dynamic 7 and 8
     assert "| arc-hybrid | static | 2/2 |" in text and "| 1.0–2.0 |" in text and "| 7.0–8.0 |" in text
-    assert "8 finished runs, 0.6 hours of wall time in all" in text
+    assert "8 finished runs, 0.6 hours of training in all" in text
     assert "finished between 2026-01-01 11:00 and 2026-01-03 11:00 UTC" in text
     assert "| `abc1234` | m1 | 3.12 | 2.13.0 | 5 |" in text
     assert "| `def5678+modified` | m2 | 3.11 | not recorded | 2 |" in text

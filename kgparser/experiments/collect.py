@@ -58,7 +58,9 @@ class RunResult:
     #: series name (see CURVES) -> [(epoch, value), ...]
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     test_file: str | None = None
-    #: from the run's marker: wall time of training and parsing, when it finished, where it ran
+    #: see :func:`training_seconds`
+    training_seconds: float | None = None
+    #: from the run's marker: wall time of its last attempt (training and parsing), when it finished, where it ran
     seconds: float | None = None
     finished_at: str | None = None
     environment: dict = field(default_factory=dict)
@@ -144,14 +146,24 @@ def _tensorboard_curves(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
     return curves
 
 
-def _metrics_curves(path: Path) -> dict[str, list[tuple[int, float]]]:
+def _metrics_records(path: Path) -> list[dict]:
     if not path.exists():
-        return {}
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def training_seconds(run_dir: Path) -> float | None:
+    """The time a run spent training: the sum of its epochs' ``epoch_seconds`` in
+    ``metrics.jsonl`` (an epoch written again after ``--resume`` counts once), so
+    a run resumed from a checkpoint counts in full; dev evaluation excluded."""
+    by_epoch = {record["epoch"]: record["epoch_seconds"] for record in _metrics_records(run_dir / METRICS_FILE)
+                if "epoch" in record and record.get("epoch_seconds") is not None}
+    return float(sum(by_epoch.values())) if by_epoch else None
+
+
+def _metrics_curves(path: Path) -> dict[str, list[tuple[int, float]]]:
     curves: dict[str, dict[int, float]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        record = json.loads(line)
+    for record in _metrics_records(path):
         for tag, key in CURVES.items():
             if record.get(key) is not None and "epoch" in record:
                 curves.setdefault(tag, {})[int(record["epoch"])] = float(record[key])
@@ -181,5 +193,6 @@ def collect(grid: Grid, log=print) -> list[RunResult]:
             else:
                 log(f"{run.name}: no test predictions (no data.test); left out of the tables")
             result.curves = read_curves(run.output_dir)
+            result.training_seconds = training_seconds(run.output_dir)
         results.append(result)
     return results

@@ -198,7 +198,7 @@ def _axis_columns(grid: Grid) -> list[str]:
 
 
 def _minutes(config: Configuration) -> str:
-    minutes = [r.seconds / 60 for r in config.scored if r.seconds is not None]
+    minutes = [r.training_seconds / 60 for r in config.scored if r.training_seconds is not None]
     if not minutes:
         return "–"
     low, high = f"{min(minutes):.1f}", f"{max(minutes):.1f}"
@@ -211,8 +211,8 @@ def _results_section(grid: Grid, configs: list[Configuration]) -> list[str]:
                                                  _mean_sd(c, "las"), _minutes(c)] for c in configs]
     return ["## Test scores", "", "UAS/LAS in %, mean ± sample standard deviation over the finished seeds "
             f"({'all words' if grid.report.punct else 'punctuation excluded'}; LAS with full labels); "
-            "min/run: the wall time of a run (training and parsing the test set), lowest–highest over the "
-            "seeds.", "", *_table(header, rows), ""]
+            "min/run: a run's training time in minutes (its epochs' `epoch_seconds` in `metrics.jsonl`, "
+            "dev evaluation excluded), lowest–highest over the seeds.", "", *_table(header, rows), ""]
 
 
 ENVIRONMENT_FIELDS = ("commit", "machine", "python", "torch")
@@ -220,13 +220,13 @@ ENVIRONMENT_FIELDS = ("commit", "machine", "python", "torch")
 
 def _provenance_section(results: list[RunResult]) -> list[str]:
     """When and where the finished runs ran, from their markers."""
-    finished = [r for r in results if r.seconds is not None]
+    finished = [r for r in results if r.status == "finished"]
     if not finished:
         return []
     times = sorted(datetime.strptime(r.finished_at, "%Y-%m-%dT%H:%M:%S%z").astimezone(timezone.utc)
                    for r in finished if r.finished_at)
-    lines = ["## Runs", "", f"{len(finished)} finished runs, {sum(r.seconds for r in finished) / 3600:.1f} hours "
-             "of wall time in all (each run's `seconds` in its `experiment.json`)"
+    hours = sum(r.training_seconds or 0.0 for r in finished) / 3600
+    lines = ["## Runs", "", f"{len(finished)} finished runs, {hours:.1f} hours of training in all (as min/run)"
              + (f", finished between {times[0]:%Y-%m-%d %H:%M} and {times[-1]:%Y-%m-%d %H:%M} UTC"
                 if times else "") + ".", ""]
     by_environment: dict[tuple, int] = {}
@@ -366,7 +366,8 @@ def _json(grid: Grid, configs: list[Configuration], comparisons) -> dict:
     def config_data(c: Configuration) -> dict:
         return {"labels": dict(c.labels), "seeds_finished": len(c.scored), "seeds": len(c.results),
                 **{f"{m}_{s}": v for m in METRICS for s, v in zip(("mean", "sd"), c.mean_sd(m))},
-                "runs": {r.run.name: {"uas": r.uas, "las": r.las, "seconds": r.seconds, "finished_at": r.finished_at,
+                "runs": {r.run.name: {"uas": r.uas, "las": r.las, "training_seconds": r.training_seconds,
+                                      "seconds": r.seconds, "finished_at": r.finished_at,
                                       "environment": r.environment} for r in c.scored},
                 "nonprojective": vars(c.pooled_counts("nonprojective")),
                 "by_length": {b: vars(v) for b, v in c.pooled_by_length().items()}}
