@@ -34,7 +34,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -202,6 +201,7 @@ def _execute_locked(job: Job, out: Path) -> dict:
         for name in (LAST, BEST):
             (out / name).unlink(missing_ok=True)
     (out / STARTED).write_text(job.fingerprint, encoding="utf-8")
+    environment = run_environment()
     _call(train, log, job.threads, "training", job)
     if job.test:
         _call(_command("parse", job.test, "--model", str(out / BEST), "--output", str(out / PREDICTIONS),
@@ -210,18 +210,18 @@ def _execute_locked(job: Job, out: Path) -> dict:
               "set": list(job.set_arguments), "test": job.test,
               "predictions": PREDICTIONS if job.test else None,
               "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "environment": run_environment()}
+              "environment": environment}
     temporary = out / f".{MARKER}.tmp"
     temporary.write_text(json.dumps(marker, indent=2), encoding="utf-8")
     os.replace(temporary, out / MARKER)
     return marker
 
 
-@lru_cache(maxsize=1)
 def run_environment() -> dict:
     """Where a run executes, recorded in its marker for the report: the kgparser
     commit (when kgparser runs from a git checkout; ``+modified`` when its code
-    differs from that commit), Python and torch versions, and the machine."""
+    differs from that commit) as the run starts, Python and torch versions, and
+    the machine."""
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
