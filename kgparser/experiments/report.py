@@ -2,7 +2,8 @@
 configuration (mean and standard deviation over seeds), the named comparisons
 with their significance tests, accuracy by arc length, non-projective arc
 precision/recall, SVG plots (learning curves, accuracy by arc length), and
-the runs' wall times, commits and machines (from their ``experiment.json``);
+the runs' training times, commits and machines (from their ``metrics.jsonl``
+and ``experiment.json``);
 plus ``results.json`` with the same numbers for other tools.
 
 Seeds in the comparisons (``report.seeds``):
