@@ -635,3 +635,25 @@ def test_svg_ticks_cover_the_data():
     assert nice_ticks(1, 3, integer=True) == [1, 2, 3]
     ticks = nice_ticks(55.3, 91.2)
     assert ticks[0] <= 55.3 and ticks[-1] >= 91.2 and len(ticks) <= 7
+
+
+# --- the shipped studies --------------------------------------------------------
+
+STUDIES = sorted((ROOT / "experiments").glob("*.yaml"))
+UD = ROOT.parent / "shared" / "ud"
+
+
+@pytest.mark.skipif(not UD.is_dir(), reason="../shared/ud treebanks not available")
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_shipped_study_grids_expand_to_their_committed_results(path):
+    """Each study grid loads, every run's config is valid, and its runs are
+    exactly those of the committed report, so `experiment run` followed by
+    `report` regenerates that table."""
+    grid = load_grid(path)
+    for run in grid.runs:
+        run_config(grid, run)
+    results = json.loads((ROOT / "experiments" / "results" / path.stem / "results.json").read_text())
+    assert results["grid"] == path.name and results["name"] == grid.name
+    reported = {name for configuration in results["configurations"] for name in configuration["runs"]}
+    assert reported == {run.name for run in grid.runs}
+    assert len(results["comparisons"]) == len(grid.comparisons)
