@@ -24,7 +24,7 @@ from kgparser.errors import KgparserError
 from kgparser.evaluation import evaluate_files
 from kgparser.experiments import collect, load_grid, run_grid, write_report
 from kgparser.experiments import runners
-from kgparser.experiments.grid import GridError, fingerprint, run_config
+from kgparser.experiments.grid import GridError, fingerprint, run_config, validate_runs
 from kgparser.experiments.significance import paired_bootstrap, paired_randomization
 from kgparser.transitions.trees import nonprojective_arcs, random_tree
 
@@ -650,8 +650,7 @@ def test_shipped_study_grids_expand_to_their_committed_results(path):
     exactly those of the committed report, so `experiment run` followed by
     `report` regenerates that table."""
     grid = load_grid(path)
-    for run in grid.runs:
-        run_config(grid, run)
+    validate_runs(grid)
     results = json.loads((ROOT / "experiments" / "results" / path.stem / "results.json").read_text())
     assert results["grid"] == path.name and results["name"] == grid.name
     reported = {name for configuration in results["configurations"] for name in configuration["runs"]}
