@@ -140,7 +140,9 @@ class Config:
         return dataclasses.asdict(self)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False), encoding="utf-8")
+        from .atomic import write_text
+
+        write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
 
 
 _CHOICES = {

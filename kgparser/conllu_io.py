@@ -426,7 +426,8 @@ def parse_conllu(text: str, source: str = "<string>", *, lenient: bool = False,
 
 
 def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[str]) -> None:
-    """Write sentences (``-`` = stdout; an open text file is written to, not closed)."""
+    """Write sentences (``-`` = stdout; an open text file is written to, not closed).
+    A path (``.gz`` for gzip) is replaced atomically: a failure leaves it as it was."""
     if hasattr(path_or_file, "write"):
         for sentence in sentences:
             path_or_file.write(sentence.to_conllu())
@@ -435,9 +436,9 @@ def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[st
         write_conllu(sentences, sys.stdout)
         sys.stdout.flush()
         return
-    path = Path(path_or_file)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "wt", encoding="utf-8", newline="\n") as handle:
+    from .atomic import atomic_open
+
+    with atomic_open(path_or_file) as handle:
         write_conllu(sentences, handle)
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_text
 from ..evaluation import DISTANCE_BUCKETS
 from .collect import Counts, RunResult
 from .grid import SEED_AXIS, Comparison, Grid, GridError
@@ -405,7 +406,7 @@ def write_report(grid: Grid, results: list[RunResult], output: Path | None = Non
     lines += _nonprojective_section(grid, configs)
     lines += _plots(grid, configs, output / "plots")
     lines += _provenance_section(results)
-    (output / "results.json").write_text(json.dumps(_json(grid, configs, comparisons), indent=2), encoding="utf-8")
+    write_text(output / "results.json", json.dumps(_json(grid, configs, comparisons), indent=2))
     path = output / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    write_text(path, "\n".join(lines))
     return path

@@ -40,6 +40,7 @@ from typing import Callable
 
 import yaml
 
+from ..atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
 from .grid import Grid, Run, fingerprint, run_config
@@ -211,9 +212,7 @@ def _execute_locked(job: Job, out: Path) -> dict:
               "predictions": PREDICTIONS if job.test else None,
               "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "environment": environment}
-    temporary = out / f".{MARKER}.tmp"
-    temporary.write_text(json.dumps(marker, indent=2), encoding="utf-8")
-    os.replace(temporary, out / MARKER)
+    write_text(out / MARKER, json.dumps(marker, indent=2))
     return marker
 
 

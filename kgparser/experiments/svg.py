@@ -10,6 +10,8 @@ import math
 from html import escape
 from pathlib import Path
 
+from ..atomic import write_text
+
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 WIDTH, HEIGHT = 760, 380
@@ -87,5 +89,5 @@ def line_chart(series: dict[str, list[tuple[float, float]]], path: str | Path, *
         out.append(f'<text x="{WIDTH - RIGHT + 40}" y="{legend_y + 4}">{escape(name)}</text>')
     out.append("</svg>")
     path = Path(path)
-    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    write_text(path, "\n".join(out) + "\n")
     return path

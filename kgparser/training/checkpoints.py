@@ -18,15 +18,20 @@ with ``torch.load(path, weights_only=True)``::
 """
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 from pathlib import Path
 
 import torch
 
 from .. import __version__
+from ..atomic import WriteError, atomic_path
 from ..parser import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 
 BEST, LAST = "best.pt", "last.pt"
+#: free bytes under which a failed checkpoint write is reported as a full disk
+_FULL_DISK_MARGIN = 64 * 2 ** 20
 
 
 def checkpoint_data(model, epoch: int, dev: dict | None, training: dict | None = None) -> dict:
@@ -44,12 +49,14 @@ def checkpoint_data(model, epoch: int, dev: dict | None, training: dict | None =
 
 
 def save_atomic(data: dict, path: str | Path) -> None:
-    """Write to a temporary file in the same folder, then rename over ``path``."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(data, temporary)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+    """Write to a temporary file in the same folder, then rename over ``path``
+    (:func:`kgparser.atomic.atomic_path`).  torch reports a full disk as a
+    RuntimeError from its zip writer, which says nothing of disk space, so the
+    free space is checked to name the cause."""
+    with atomic_path(path) as temporary:
+        try:
+            torch.save(data, temporary)
+        except RuntimeError as error:
+            if shutil.disk_usage(temporary.parent).free < _FULL_DISK_MARGIN:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from error
+            raise WriteError(f"cannot write {path}: {error}") from error
