@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from ..errors import KgparserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,13 +31,15 @@ def run(args: argparse.Namespace) -> int:
     punct = not args.no_punct
     gold = read_conllu(args.gold, require_tree=True)
     pred = read_conllu(args.pred, require_tree=False)
+    unparsed_warning(pred, args.pred)
     scores = evaluate(gold, pred, punct=punct)
     comparison = None
     if args.against:
         from ..experiments.collect import compare_predictions
 
-        comparison = compare_predictions(gold, pred, read_conllu(args.against, require_tree=False),
-                                         punct=punct, test=args.test)
+        against = read_conllu(args.against, require_tree=False)
+        unparsed_warning(against, args.against)
+        comparison = compare_predictions(gold, pred, against, punct=punct, test=args.test)
     if args.json:
         data = scores.to_dict(breakdown=args.breakdown)
         if comparison:
@@ -47,6 +52,21 @@ def run(args: argparse.Namespace) -> int:
         if comparison:
             print(format_comparison(args.pred, args.against, comparison))
     return 0
+
+
+def unparsed_warning(pred, path: str) -> None:
+    """Words of a prediction without a HEAD (``_``) count as wrong: a file
+    with no HEAD at all is not a parse (an error), a few are reported."""
+    missing = [(sentence, d) for sentence in pred for d in range(1, sentence.n + 1) if sentence.heads[d] == -1]
+    if not missing:
+        return
+    total = sum(sentence.n for sentence in pred)
+    if len(missing) == total:
+        raise KgparserError(f"{path}: no word has a HEAD (every HEAD is '_'): not a parsed file; "
+                            f"parse it first with kgparser parse")
+    sentence, word = missing[0]
+    print(f"kgparser evaluate: warning: {path}: {len(missing)} of {total} words have no HEAD ('_') and count "
+          f"as wrong; the first is word {word} of the sentence at line {sentence.line}", file=sys.stderr)
 
 
 def format_comparison(pred: str, against: str, comparison: dict) -> str:

@@ -28,12 +28,18 @@ import numpy as np
 import torch
 
 from ..config import Config
+from ..errors import KgparserError
 from ..model import Model
 from ..parser import flat_rows, state_rows
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
 STATIC, DYNAMIC, STATIC_DYNAMIC = "static", "dynamic", "static-dynamic"
+
+
+class Diverged(KgparserError):
+    """Training produced non-finite scores or loss (the weights are no longer
+    usable); raised before the optimizer applies a non-finite update."""
 
 
 @dataclass
@@ -160,6 +166,8 @@ class Trainer:
             with torch.no_grad():
                 scores = network.scores(network.hidden(detached, step_rows), model.transition_action,
                                         model.transition_label).cpu().numpy()
+            if not np.isfinite(scores).all():
+                raise Diverged("the model's transition scores are not finite (NaN or inf)")
             legal_actions = np.array([[a in legal for a in model.actions] for legal in legal_sets], dtype=bool)
             legal_mask = legal_actions[:, model.transition_action_np]
             correct_mask = np.zeros((count, n_transitions), dtype=bool)
@@ -198,8 +206,8 @@ class Trainer:
         if loss is not None:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if cfg.clip > 0:
-                torch.nn.utils.clip_grad_norm_(network.parameters(), cfg.clip)
+            if cfg.clip > 0 and not torch.isfinite(torch.nn.utils.clip_grad_norm_(network.parameters(), cfg.clip)):
+                raise Diverged("the gradients are not finite (NaN or inf)")
             self.optimizer.step()
             if self.average is not None:
                 self.average.update()
@@ -225,6 +233,8 @@ class Trainer:
         wrong_t = torch.tensor(wrong, device=scores.device)
         hinge = torch.clamp(margin - scores[index, correct_t] + scores[index, wrong_t], min=0.0)
         total = hinge.sum()
+        if not torch.isfinite(total):
+            raise Diverged("the training loss is not finite (NaN or inf)")
         stats.loss += float(total.detach())
         return total / max(stats.scored, 1)
 
