@@ -13,6 +13,7 @@ temporary file is made next to the target and never in ``/tmp``.
 from __future__ import annotations
 
 import errno
+import glob
 import gzip
 import os
 import re
@@ -66,6 +67,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     is left as it was.  Operating-system errors become :class:`WriteError`."""
     path = Path(path)
     _check_target(path)
+    remove_stale_temporaries(path.parent, of=path.name)
     temporary = temporary_name(path)
     try:
         yield temporary
@@ -112,16 +114,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(folder: str | Path) -> list[Path]:
-    """Remove the temporary files in ``folder`` left by processes that no
-    longer run (killed while writing); returns the removed paths."""
+def remove_stale_temporaries(folder: str | Path, of: str | None = None) -> list[Path]:
+    """Remove the temporary files in ``folder`` (only those of the file named
+    ``of``, if given) left by processes that no longer run (killed while
+    writing); returns the removed paths."""
     folder = Path(folder)
     removed = []
     if not folder.is_dir():
         return removed
-    for entry in folder.iterdir():
+    for entry in folder.glob(f".{glob.escape(of)}.*.tmp" if of else ".*.tmp"):
         match = _TEMPORARY.match(entry.name)
-        if match and entry.is_file() and not _alive(int(match["pid"])):
+        if match and (of is None or match["name"] == of) and entry.is_file() and not _alive(int(match["pid"])):
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
 from . import __version__, commands
+from .atomic import os_error_message
 from .errors import KgparserError
 
 
@@ -54,13 +56,34 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args._module.run(args) or 0
+        code = args._module.run(args) or 0
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except KgparserError as exc:
         print(f"kgparser {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # anything the operating system refused, named by its path
+        print(f"kgparser {args.command}: error: {os_error_message(_error_path(exc), exc)}", file=sys.stderr)
+        return 1
+
+
+def _error_path(error: OSError) -> str:
+    paths = [p for p in (error.filename, error.filename2) if p is not None]
+    return " -> ".join(str(p) for p in paths) or "input/output"
+
+
+def _closed_pipe() -> int:
+    """The reader of standard output went away (``kgparser evaluate | head``):
+    stop quietly, as Unix tools do, without the traceback Python would print
+    when it flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
 
 
 if __name__ == "__main__":

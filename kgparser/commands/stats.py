@@ -14,6 +14,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..conllu_io import read_conllu
+    from ..errors import KgparserError
     from ..coverage import format_markdown, format_text, treebank_statistics
     from ..transitions import system_class
 
@@ -22,6 +23,8 @@ def run(args) -> int:
     results = []
     for path in args.treebanks:
         sentences = read_conllu(path, lenient=args.lenient)
+        if not sentences:  # a share of nothing would read as 100% coverage
+            raise KgparserError(f"{path}: no sentences{' that could be read' if args.lenient else ''}")
         results.append(treebank_statistics(path.name, (s.heads for s in sentences), args.systems))
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))

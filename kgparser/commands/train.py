@@ -12,6 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override a config value, e.g. --set training.epochs=5 (repeatable)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from OUTPUT_DIR/last.pt (optimizer and RNG state restored)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="train a new model even if OUTPUT_DIR already holds one (replaces it)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
 
 
@@ -35,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    summary = train(config, resume=args.resume, log=log)
+    if args.resume and args.overwrite:
+        from ..errors import KgparserError
+
+        raise KgparserError("--resume and --overwrite exclude each other")
+    summary = train(config, resume=args.resume, log=log, overwrite=args.overwrite)
     best = f"{100 * summary.best_las:.2f}" if summary.best_las is not None else "n/a"
     print(f"best dev LAS {best} at epoch {summary.best_epoch}; checkpoints in {summary.output_dir}")
     return 0

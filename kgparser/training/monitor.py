@@ -3,10 +3,14 @@ and a JSON-lines metrics file (one record per epoch)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
+
+from ..atomic import write_text
+from ..errors import KgparserError
 
 
 def _clock(seconds: float) -> str:
@@ -58,20 +62,41 @@ class Progress:
 
 class MetricsFile:
     """JSON lines, one record per epoch (and a final one with test scores); on resume,
-    records after the resumed epoch and final records are dropped."""
+    records after the resumed epoch and final records are dropped.
 
-    def __init__(self, path: str | Path, keep_up_to_epoch: int | None = None):
+    Each record is flushed to disk as it is written.  A last line cut short by
+    a kill is dropped on resume with a warning (through ``log``); a damaged
+    line elsewhere is an error naming the file and line."""
+
+    def __init__(self, path: str | Path, keep_up_to_epoch: int | None = None, log=print):
         self.path = Path(path)
         if keep_up_to_epoch is None:
-            self.path.write_text("", encoding="utf-8")
+            write_text(self.path, "")
         elif self.path.exists():
-            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
-            self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+            kept = [record for record in self._records(log)
+                    if record.get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
+            write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+
+    def _records(self, log) -> list[dict]:
+        lines = self.path.read_text(encoding="utf-8").split("\n")
+        records = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if any(rest.strip() for rest in lines[number:]):
+                    raise KgparserError(f"{self.path}, line {number}: not a JSON record") from None
+                log(f"warning: {self.path}, line {number}: dropped a record cut short "
+                    f"(the run was stopped while writing it)")
+        return records
 
     def write(self, record: dict) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 class TensorBoard:

@@ -20,19 +20,23 @@ import numpy as np
 import torch
 
 from ..config import Config, config_from_saved
+from ..atomic import os_error_message, remove_stale_temporaries
 from ..errors import KgparserError
+from ..locking import training_lock
 from ..model import Model
 from ..parser import decode, load_checkpoint
 from ..vocab import Vocabularies
 from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
 from .monitor import MetricsFile, Progress, TensorBoard, flatten
-from .trainer import EpochStats, Trainer
+from .trainer import Diverged, EpochStats, Trainer
 
 CONFIG_FILE, METRICS_FILE, TENSORBOARD_DIR = "config.yaml", "metrics.jsonl", "tensorboard"
-#: config keys that may change between a run and its resumption
 #: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
 EVAL_BATCH_SIZE = 64
-RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device"}
+#: config keys that may change between a run and its resumption (``output_dir``:
+#: the run may have been moved, or named by another spelling of the same path)
+RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device",
+                     "output_dir"}
 
 
 class TrainingError(KgparserError):
@@ -58,9 +62,12 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
 
     if not path:
         return None
-    if not Path(path).exists():
-        raise TrainingError(f"data.{what}: {path}: no such file")
-    return read_conllu(path, lenient=config.data.lenient, require_tree=require_tree)
+    if not Path(path).is_file():
+        raise TrainingError(f"data.{what}: {path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
+    sentences = read_conllu(path, lenient=config.data.lenient, require_tree=require_tree)
+    if not sentences:
+        raise TrainingError(f"data.{what}: {path}: no sentences")
+    return sentences
 
 
 def build_model(config: Config, train_sentences) -> Model:
@@ -110,25 +117,52 @@ def _check_resumable(saved: dict, config: Config, path: Path) -> None:
         raise TrainingError(f"{path}: cannot resume: the config differs in {', '.join(changed)}")
 
 
-def train(config: Config, resume: bool = False, log=print) -> RunSummary:
-    """Train as configured; with ``resume``, continue from ``output_dir/last.pt``."""
+def train(config: Config, resume: bool = False, log=print, overwrite: bool = False) -> RunSummary:
+    """Train as configured; with ``resume``, continue from ``output_dir/last.pt``.
+
+    A folder that already holds a trained model is refused unless ``resume``
+    or ``overwrite`` is given.  The folder is locked while the run writes it
+    (:func:`kgparser.locking.training_lock`): a second trainer is refused."""
     _setup_torch(config)
-    cfg = config.training
+    out = _output_folder(config)
+    with training_lock(out):
+        removed = remove_stale_temporaries(out)
+        if removed:
+            log(f"removed {len(removed)} temporary file(s) left by a killed run: "
+                f"{', '.join(p.name for p in removed)}")
+        if not resume:
+            _check_fresh(out, overwrite)
+        return _train_locked(config, out, resume, log)
+
+
+def _output_folder(config: Config) -> Path:
     out = Path(config.output_dir)
-    if not config.data.train:
-        raise TrainingError("data.train: no training file given")
-    train_sentences = _read(config.data.train, "train", config)
-    if config.data.max_train_sentences is not None:
-        train_sentences = train_sentences[:config.data.max_train_sentences]
-    if not train_sentences:
-        raise TrainingError(f"data.train: {config.data.train}: no sentences")
-    if config.data.projectivize:
-        from ..projectivize import projectivize_sentences
+    if out.exists() and not out.is_dir():
+        raise TrainingError(f"output_dir: {out}: is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise TrainingError(f"output_dir: cannot create {os_error_message(out, error)}") from None
+    return out
 
-        summary = projectivize_sentences(train_sentences)
-        log(f"projectivized the training trees: {summary}")
-    dev_sentences = _read(config.data.dev, "dev", config)
 
+def _check_fresh(out: Path, overwrite: bool) -> None:
+    """Refuse to train a new model over a trained one unless asked to; with
+    ``overwrite``, the old TensorBoard events go (the checkpoints and metrics
+    are replaced as the new run writes them)."""
+    existing = [name for name in (BEST, LAST) if (out / name).exists()]
+    if existing and not overwrite:
+        raise TrainingError(f"output_dir: {out} already holds a trained model ({', '.join(existing)}); "
+                            f"continue it with --resume, replace it with --overwrite, "
+                            f"or choose another output_dir")
+    if overwrite:
+        for events in (out / TENSORBOARD_DIR).glob("events.out.tfevents.*"):
+            events.unlink()
+
+
+def _train_locked(config: Config, out: Path, resume: bool, log) -> RunSummary:
+    cfg = config.training
+    train_sentences, dev_sentences = _training_data(config, log)
     start_epoch, best_las, best_epoch = 0, None, 0
     if resume:
         last = out / LAST
@@ -150,9 +184,8 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
         if trainer.average is not None:
             trainer.average.restore(data["training"]["average"])
 
-    out.mkdir(parents=True, exist_ok=True)
     config.save(out / CONFIG_FILE)
-    metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None)
+    metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None, log=log)
     board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard)
     examples = trainer.examples(train_sentences)
     usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
@@ -164,24 +197,13 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
         f"{len(model.labels)} labels, {len(model.transitions)} transitions")
     try:
         for epoch in range(start_epoch, cfg.epochs):
-            stats, seconds = _train_epoch(trainer, usable, epoch, config)
-            record = {
-                "epoch": epoch + 1,
-                "loss": stats.loss / max(stats.scored, 1),
-                "wrong_followed": stats.wrong_followed / max(stats.transitions, 1),
-                "skipped": skipped_share,
-                "oracle_seconds": stats.oracle_seconds,
-                # share of oracle calls answered approximately (an oracle's work budget ran out)
-                "oracle_fallbacks": stats.oracle_fallbacks / max(stats.scored, 1),
-                "tokens_per_second": stats.tokens / seconds if seconds else None,
-                "epoch_seconds": seconds,
-                # CPU time of the process: throughput unaffected by other load on the machine
-                "tokens_per_cpu_second": stats.tokens / stats.cpu_seconds if stats.cpu_seconds else None,
-                "lr": trainer.optimizer.param_groups[0]["lr"],
-            }
+            try:
+                stats, seconds = _train_epoch(trainer, usable, epoch, config)
+            except Diverged as error:
+                raise _diverged(error, epoch + 1, config, out) from None
+            record = _epoch_record(trainer, stats, seconds, skipped_share, epoch + 1)
             best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
-                                                      best_las, best_epoch, out)
-            metrics.write(record)
+                                                      best_las, best_epoch, out, metrics)
             board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
                            "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
                            "train/oracle_fallbacks": record["oracle_fallbacks"],
@@ -200,10 +222,57 @@ def train(config: Config, resume: bool = False, log=print) -> RunSummary:
     return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
 
 
+def _training_data(config: Config, log) -> tuple[list, list | None]:
+    """The training sentences (cut and projectivized as configured) and the dev sentences."""
+    if not config.data.train:
+        raise TrainingError("data.train: no training file given")
+    train_sentences = _read(config.data.train, "train", config)
+    if config.data.max_train_sentences is not None:
+        train_sentences = train_sentences[:config.data.max_train_sentences]
+    if not train_sentences:
+        raise TrainingError(f"data.train: {config.data.train}: no sentences")
+    if config.data.projectivize:
+        from ..projectivize import projectivize_sentences
+
+        summary = projectivize_sentences(train_sentences)
+        log(f"projectivized the training trees: {summary}")
+    return train_sentences, _read(config.data.dev, "dev", config)
+
+
+def _epoch_record(trainer: Trainer, stats: EpochStats, seconds: float, skipped_share: float, epoch: int) -> dict:
+    return {
+        "epoch": epoch,
+        "loss": stats.loss / max(stats.scored, 1),
+        "wrong_followed": stats.wrong_followed / max(stats.transitions, 1),
+        "skipped": skipped_share,
+        "oracle_seconds": stats.oracle_seconds,
+        # share of oracle calls answered approximately (an oracle's work budget ran out)
+        "oracle_fallbacks": stats.oracle_fallbacks / max(stats.scored, 1),
+        "tokens_per_second": stats.tokens / seconds if seconds else None,
+        "epoch_seconds": seconds,
+        # CPU time of the process: throughput unaffected by other load on the machine
+        "tokens_per_cpu_second": stats.tokens / stats.cpu_seconds if stats.cpu_seconds else None,
+        "lr": trainer.optimizer.param_groups[0]["lr"],
+    }
+
+
+def _diverged(error: Diverged, epoch: int, config: Config, out: Path) -> TrainingError:
+    """The one-line message of a run that diverged: where, why, what was kept, what to try."""
+    last = out / LAST
+    kept = (f"the last good checkpoint, {last} (epoch {epoch - 1}), is kept" if epoch > 1 and last.exists()
+            else "no checkpoint was written")
+    return TrainingError(f"{out}: training diverged in epoch {epoch}: {error}; {kept}; "
+                         f"train again with a lower training.lr (now {config.training.lr:g}) "
+                         f"or training.clip (now {config.training.clip:g})")
+
+
 def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict, best_las: float | None,
-                       best_epoch: int, out: Path) -> tuple[float | None, int]:
-    """After ``epoch``: dev scores into ``record``, ``best.pt`` if they improved
-    (always without dev data), ``last.pt``; returns the best LAS and epoch."""
+                       best_epoch: int, out: Path, metrics: MetricsFile) -> tuple[float | None, int]:
+    """After ``epoch``: dev scores into ``record``, the record into the metrics
+    file, ``best.pt`` if they improved (always without dev data), ``last.pt``;
+    returns the best LAS and epoch.  The metrics line goes first: a kill before
+    ``last.pt`` is replaced resumes from the epoch before, whose ``--resume``
+    drops this line, so no epoch's line is ever lost."""
     model = trainer.model
     with _evaluated_weights(trainer) as average_state:
         dev = None
@@ -212,6 +281,7 @@ def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict
             dev = _scores(model, dev_sentences)
             record.update(dev_uas=dev["uas"], dev_las=dev["las"],
                           parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
+        metrics.write(record)
         if best_las is None or dev is None or dev["las"] > best_las:
             best_las, best_epoch = (dev["las"] if dev else None), epoch
             save_atomic(checkpoint_data(model, epoch, dev), out / BEST)
