@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="train a new model even if OUTPUT_DIR already holds one (replaces it)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
+    parser.add_argument("--nproc", type=int, default=1, metavar="N",
+                        help="train data-parallel in N processes on this machine (torchrun --standalone; "
+                             "each process takes training.batch_size sentences per batch)")
 
 
 def default_config_path():
@@ -24,8 +27,21 @@ def default_config_path():
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import KgparserError
+
+    if args.resume and args.overwrite:
+        raise KgparserError("--resume and --overwrite exclude each other")
+    if args.nproc < 1:
+        raise KgparserError(f"--nproc: must be >= 1, got {args.nproc}")
+    if args.nproc > 1:
+        return _launch(args)
+    return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..training import train
+    from ..training.distributed import world_from_environment
 
     path = args.config or default_config_path()
     overrides = list(args.overrides)
@@ -37,11 +53,27 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    if args.resume and args.overwrite:
-        from ..errors import KgparserError
-
-        raise KgparserError("--resume and --overwrite exclude each other")
     summary = train(config, resume=args.resume, log=log, overwrite=args.overwrite)
-    best = f"{100 * summary.best_las:.2f}" if summary.best_las is not None else "n/a"
-    print(f"best dev LAS {best} at epoch {summary.best_epoch}; checkpoints in {summary.output_dir}")
+    if world_from_environment().main:
+        best = f"{100 * summary.best_las:.2f}" if summary.best_las is not None else "n/a"
+        print(f"best dev LAS {best} at epoch {summary.best_epoch}; checkpoints in {summary.output_dir}")
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    """``torchrun --standalone --nproc-per-node N -m kgparser train ...`` with the
+    same arguments: the launcher the field uses, which also stops every
+    process when one fails."""
+    import subprocess
+
+    from ..errors import KgparserError
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
+               "-m", "kgparser", "train", str(args.config or default_config_path())]
+    command += [a for override in args.overrides for a in ("--set", override)]
+    command += [flag for flag, on in (("--resume", args.resume), ("--overwrite", args.overwrite),
+                                      ("--quiet", args.quiet)) if on]
+    code = subprocess.call(command)
+    if code:
+        raise KgparserError(f"a training process failed (exit code {code}); its error is above")
     return 0

@@ -26,7 +26,9 @@ from ..locking import training_lock
 from ..model import Model
 from ..parser import decode, load_checkpoint
 from ..vocab import Vocabularies
+from . import distributed
 from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
+from .distributed import World, world_from_environment
 from .monitor import MetricsFile, Progress, TensorBoard, flatten
 from .trainer import Diverged, EpochStats, Trainer
 
@@ -122,17 +124,28 @@ def train(config: Config, resume: bool = False, log=print, overwrite: bool = Fal
 
     A folder that already holds a trained model is refused unless ``resume``
     or ``overwrite`` is given.  The folder is locked while the run writes it
-    (:func:`kgparser.locking.training_lock`): a second trainer is refused."""
+    (:func:`kgparser.locking.training_lock`): a second trainer is refused.
+    Started by ``torchrun``, the processes train data-parallel and rank 0
+    alone writes the folder (:mod:`kgparser.training.distributed`)."""
+    world = world_from_environment()
     _setup_torch(config)
-    out = _output_folder(config)
-    with training_lock(out):
-        removed = remove_stale_temporaries(out)
-        if removed:
-            log(f"removed {len(removed)} temporary file(s) left by a killed run: "
-                f"{', '.join(p.name for p in removed)}")
-        if not resume:
-            _check_fresh(out, overwrite)
-        return _train_locked(config, out, resume, log)
+    if world.distributed:
+        distributed.start(world, config.device)
+    try:
+        if not world.main:
+            return _train_locked(config, Path(config.output_dir), resume, lambda line: None, world)
+        out = _output_folder(config)
+        with training_lock(out):
+            removed = remove_stale_temporaries(out)
+            if removed:
+                log(f"removed {len(removed)} temporary file(s) left by a killed run: "
+                    f"{', '.join(p.name for p in removed)}")
+            if not resume:
+                _check_fresh(out, overwrite)
+            return _train_locked(config, out, resume, log, world)
+    finally:
+        if world.distributed:
+            distributed.stop()
 
 
 def _output_folder(config: Config) -> Path:
@@ -160,9 +173,58 @@ def _check_fresh(out: Path, overwrite: bool) -> None:
             events.unlink()
 
 
-def _train_locked(config: Config, out: Path, resume: bool, log) -> RunSummary:
+def _train_locked(config: Config, out: Path, resume: bool, log, world: World) -> RunSummary:
     cfg = config.training
     train_sentences, dev_sentences = _training_data(config, log)
+    trainer, start_epoch, best_las, best_epoch = _trainer(config, out, resume, train_sentences, world, log)
+    model = trainer.model
+    metrics = None
+    if world.main:
+        config.save(out / CONFIG_FILE)
+        metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None, log=log)
+    board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard and world.main)
+    examples = trainer.examples(train_sentences)
+    usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
+    skipped_share = 1 - len(usable) / len(examples)
+    unbuildable = sum(1 for e in examples if not e.buildable)
+    log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
+        f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
+        f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
+        f"{len(model.labels)} labels, {len(model.transitions)} transitions"
+        + (f"; {world.size} processes, {cfg.batch_size} sentences per batch each" if world.distributed else ""))
+    try:
+        for epoch in range(start_epoch, cfg.epochs):
+            try:
+                stats, seconds = _train_epoch(trainer, usable, epoch, config, world)
+            except Diverged as error:
+                raise _diverged(error, epoch + 1, config, out) from None
+            if not world.main:
+                continue
+            record = _epoch_record(trainer, stats, seconds, skipped_share, epoch + 1)
+            best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
+                                                      best_las, best_epoch, out, metrics, world)
+            board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
+                           "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
+                           "train/oracle_fallbacks": record["oracle_fallbacks"],
+                           "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
+                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las")}, epoch + 1)
+            log(_epoch_line(record))
+        test = _test_scores(config, out) if world.main else None
+        if test:
+            metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
+                           "best_epoch": best_epoch})
+            log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
+        board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
+                                                  "hparam/test_las": test["las"] if test else None})
+    finally:
+        board.close()
+    return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+
+
+def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: World,
+             log) -> tuple[Trainer, int, float | None, int]:
+    """A trainer with a new model, or with the model, optimizer and averages of
+    ``last.pt``; returns it with the epochs done and the best dev LAS and epoch."""
     start_epoch, best_las, best_epoch = 0, None, 0
     if resume:
         last = out / LAST
@@ -174,52 +236,24 @@ def _train_locked(config: Config, out: Path, resume: bool, log) -> RunSummary:
         model.config = config
         start_epoch = data["epoch"]
         best_las, best_epoch = data["training"]["best_las"], data["training"]["best_epoch"]
+        trained_by = data["training"].get("world_size", 1)
+        if trained_by != world.size:
+            log(f"note: {last} was trained by {trained_by} process(es), resumed by {world.size}: "
+                f"the data order differs from an uninterrupted run from here on")
     else:
         model = build_model(config, train_sentences)
     model.to(config.device)
+    if world.distributed:
+        distributed.broadcast_parameters(model.network.parameters())
     trainer = Trainer(model, config)
     if resume:
         trainer.optimizer.load_state_dict(data["training"]["optimizer"])
         torch.set_rng_state(data["training"]["torch_rng"])
         if trainer.average is not None:
             trainer.average.restore(data["training"]["average"])
-
-    config.save(out / CONFIG_FILE)
-    metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None, log=log)
-    board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard)
-    examples = trainer.examples(train_sentences)
-    usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
-    skipped_share = 1 - len(usable) / len(examples)
-    unbuildable = sum(1 for e in examples if not e.buildable)
-    log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
-        f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
-        f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
-        f"{len(model.labels)} labels, {len(model.transitions)} transitions")
-    try:
-        for epoch in range(start_epoch, cfg.epochs):
-            try:
-                stats, seconds = _train_epoch(trainer, usable, epoch, config)
-            except Diverged as error:
-                raise _diverged(error, epoch + 1, config, out) from None
-            record = _epoch_record(trainer, stats, seconds, skipped_share, epoch + 1)
-            best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
-                                                      best_las, best_epoch, out, metrics)
-            board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
-                           "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
-                           "train/oracle_fallbacks": record["oracle_fallbacks"],
-                           "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
-                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las")}, epoch + 1)
-            log(_epoch_line(record))
-        test = _test_scores(config, out)
-        if test:
-            metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
-                           "best_epoch": best_epoch})
-            log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
-        board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
-                                                  "hparam/test_las": test["las"] if test else None})
-    finally:
-        board.close()
-    return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+    if world.distributed:
+        trainer.synchronize = distributed.GradientAverager(model.network.parameters(), world)
+    return trainer, start_epoch, best_las, best_epoch
 
 
 def _training_data(config: Config, log) -> tuple[list, list | None]:
@@ -267,7 +301,8 @@ def _diverged(error: Diverged, epoch: int, config: Config, out: Path) -> Trainin
 
 
 def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict, best_las: float | None,
-                       best_epoch: int, out: Path, metrics: MetricsFile) -> tuple[float | None, int]:
+                       best_epoch: int, out: Path, metrics: MetricsFile,
+                       world: World = World()) -> tuple[float | None, int]:
     """After ``epoch``: dev scores into ``record``, the record into the metrics
     file, ``best.pt`` if they improved (always without dev data), ``last.pt``;
     returns the best LAS and epoch.  The metrics line goes first: a kill before
@@ -286,7 +321,7 @@ def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict
             best_las, best_epoch = (dev["las"] if dev else None), epoch
             save_atomic(checkpoint_data(model, epoch, dev), out / BEST)
         training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-                          "best_las": best_las, "best_epoch": best_epoch}
+                          "best_las": best_las, "best_epoch": best_epoch, "world_size": world.size}
         if average_state is not None:
             training_state["average"] = average_state
         save_atomic(checkpoint_data(model, epoch, dev, training_state), out / LAST)
@@ -305,18 +340,26 @@ def _evaluated_weights(trainer: Trainer) -> Iterator[dict | None]:
         yield trainer.average.state(current)
 
 
-def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config) -> tuple[EpochStats, float]:
+def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config,
+                 world: World = World()) -> tuple[EpochStats, float]:
+    """One epoch over this process's share of the batches; the statistics are
+    summed over the processes.  The batches are drawn from the epoch's seed
+    alike in every process; dropout and exploration then follow a seed of the
+    process's own (rank 0's is the epoch seed, so one process trains exactly
+    as without ``torchrun``)."""
     cfg = config.training
     seed = epoch_seed(config.seed, epoch)
     rng = random.Random(seed)
+    batches = distributed.share(length_batches([e.sentence.n for e in examples], cfg.batch_size, rng), world)
+    if world.rank:
+        seed = epoch_seed(config.seed + world.rank * 1_000_033, epoch)
+        rng = random.Random(seed)
     np_rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    batches = length_batches([e.sentence.n for e in examples], cfg.batch_size, rng)
-    order = [i for batch in batches for i in batch]
     explore = cfg.oracle != "static" and epoch >= cfg.explore_after_epochs
     total = EpochStats()
-    progress = Progress(sum(examples[i].sentence.n for i in order), f"epoch {epoch + 1}/{cfg.epochs}",
-                        enabled=cfg.progress and sys.stderr.isatty())
+    progress = Progress(sum(examples[i].sentence.n for batch in batches for i in batch),
+                        f"epoch {epoch + 1}/{cfg.epochs}", enabled=cfg.progress and world.main and sys.stderr.isatty())
     started, cpu_started = time.perf_counter(), time.process_time()
     for batch in batches:
         stats = trainer.train_batch([examples[i] for i in batch], explore, rng, np_rng)
@@ -326,7 +369,10 @@ def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config) -
                                       f"{total.tokens / max(elapsed, 1e-9):.0f} tok/s")
     progress.close()
     total.cpu_seconds = time.process_time() - cpu_started
-    return total, time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    if world.distributed:
+        total = total.summed_over_processes()
+    return total, seconds
 
 
 def length_batches(lengths: list[int], batch_size: int, rng: random.Random, pool: int = 32) -> list[list[int]]:

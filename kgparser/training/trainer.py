@@ -30,7 +30,7 @@ import torch
 from ..config import Config
 from ..errors import KgparserError
 from ..model import Model
-from ..parser import flat_rows, state_rows
+from ..model.features import flat_rows, state_rows
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
@@ -68,6 +68,14 @@ class EpochStats:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    def summed_over_processes(self) -> "EpochStats":
+        """The statistics of all data-parallel processes together."""
+        from .distributed import sum_over_processes
+
+        names = list(self.__dataclass_fields__)
+        sums = sum_over_processes([float(getattr(self, name)) for name in names])
+        return EpochStats(**{name: type(getattr(self, name))(value) for name, value in zip(names, sums)})
+
 
 def _adam(params, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
     """Adam with the fused kernel where torch has one (about 8x faster on CPU than
@@ -91,6 +99,9 @@ class Trainer:
         self.optimizer = _adam(params, cfg.lr, (cfg.beta1, cfg.beta2))
         #: the weights evaluated and saved, when ``training.ema_decay`` > 0
         self.average = WeightAverage(params, cfg.ema_decay) if cfg.ema_decay > 0 else None
+        #: called between backward and the step to average the gradients over
+        #: processes (:class:`~kgparser.training.distributed.GradientAverager`)
+        self.synchronize = None
         n_transitions = len(model.transitions)
         self.static_columns = np.zeros(n_transitions, dtype=bool)
         for action in self.system.static_actions:
@@ -203,15 +214,25 @@ class Trainer:
             live = [i for i in live if not system.is_final(states[i])]
         stats.oracle_fallbacks = sum(getattr(oracle, "fallbacks", 0) for oracle in dynamics if oracle)
         loss = self._batch_loss(projected, pending, loss_correct, loss_wrong, margin, stats)
-        if loss is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip > 0 and not torch.isfinite(torch.nn.utils.clip_grad_norm_(network.parameters(), cfg.clip)):
-                raise Diverged("the gradients are not finite (NaN or inf)")
-            self.optimizer.step()
-            if self.average is not None:
-                self.average.update()
+        self._update(loss)
         return stats
+
+    def _update(self, loss: torch.Tensor | None) -> None:
+        """One optimizer step on ``loss`` (none without a loss, unless the
+        gradients are averaged over processes: every process must take part)."""
+        if loss is None and self.synchronize is None:
+            return
+        self.optimizer.zero_grad(set_to_none=True)
+        if loss is not None:
+            loss.backward()
+        if self.synchronize is not None:
+            self.synchronize()
+        clip = self.config.training.clip
+        if clip > 0 and not torch.isfinite(torch.nn.utils.clip_grad_norm_(self.model.network.parameters(), clip)):
+            raise Diverged("the gradients are not finite (NaN or inf)")
+        self.optimizer.step()
+        if self.average is not None:
+            self.average.update()
 
     def _best_non_static(self, scores: np.ndarray, wrong_mask: np.ndarray) -> tuple[int, float]:
         candidates = np.where(wrong_mask & ~self.static_columns, scores, -np.inf)

@@ -1,0 +1,93 @@
+"""Data-parallel training (torch.distributed, gloo on CPU, launched by torchrun)."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from kgparser.cli import main
+from kgparser.parser import Parser
+from kgparser.training.distributed import World, share
+from test_cli_train_parse import write_config
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="torch.distributed with gloo is not available")
+
+
+def test_shares_partition_the_padded_batches():
+    batches = [[i] for i in range(7)]
+    shares = [share(batches, World(rank, 3)) for rank in range(3)]
+    assert [len(s) for s in shares] == [3, 3, 3]
+    assert sorted(b[0] for s in shares for b in s) == sorted(list(range(7)) + [0, 1])
+    assert share(batches, World()) == batches
+
+
+AVERAGE = r"""
+import sys, torch, torch.distributed as dist
+from kgparser.training.distributed import GradientAverager, start, world_from_environment
+world = world_from_environment()
+start(world, "cpu")
+weights = [torch.nn.Parameter(torch.zeros(2, 3)), torch.nn.Parameter(torch.zeros(4))]
+weights[0].grad = torch.full((2, 3), float(world.rank + 1))
+if world.rank == 0:
+    weights[1].grad = torch.full((4,), 6.0)   # rank 1 has no gradient here: it counts as zero
+GradientAverager(weights, world)()
+sys.stdout.write(f"{weights[0].grad.flatten().tolist()} {weights[1].grad.tolist()}\n")  # one write: no interleaving
+sys.stdout.flush()
+dist.destroy_process_group()
+"""
+
+
+def _torchrun(code: str, nproc: int = 2, timeout: int = 120, env: dict | None = None):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           f"--nproc-per-node={nproc}", "--no-python", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
+
+
+def test_gradients_are_averaged_over_processes():
+    done = _torchrun(AVERAGE)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    assert lines == ["[1.5, 1.5, 1.5, 1.5, 1.5, 1.5] [3.0, 3.0, 3.0, 3.0]"] * 2
+
+
+FAILING_RANK = """
+import sys, torch
+from kgparser.training.distributed import GradientAverager, start, world_from_environment
+world = world_from_environment()
+start(world, "cpu")
+if world.rank == 1:
+    sys.exit(3)
+weight = torch.nn.Parameter(torch.zeros(2))
+weight.grad = torch.ones(2)
+GradientAverager([weight], world)()
+"""
+
+
+def test_a_failing_rank_ends_the_run_instead_of_a_hang():
+    started = time.monotonic()
+    done = _torchrun(FAILING_RANK, env={"KGPARSER_DIST_TIMEOUT": "20"})
+    assert done.returncode != 0
+    assert time.monotonic() - started < 90
+
+
+def test_two_processes_train_a_model_that_parses_and_resumes_with_one(tmp_path, capsys):
+    config = write_config(tmp_path)
+    assert main(["train", config, "--quiet", "--nproc", "2", "--set", "training.epochs=2"]) == 0
+    run = tmp_path / "run"
+    epochs = [json.loads(line).get("epoch") for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2]
+    last = torch.load(run / "last.pt", weights_only=True)
+    assert last["training"]["world_size"] == 2 and last["format"] == "kgparser-checkpoint"
+    parsed = Parser.load(run / "best.pt").parse(tmp_path / "dev.conllu")
+    assert len(parsed) == 3 and all(s.heads[1:].count(0) == 1 for s in parsed)
+    capsys.readouterr()
+    assert main(["train", config, "--resume", "--set", "training.epochs=3"]) == 0
+    assert "trained by 2 process(es), resumed by 1" in capsys.readouterr().err
+    epochs = [json.loads(line).get("epoch") for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2, 3]
