@@ -65,6 +65,7 @@ def is_locked(path: str | Path) -> bool:
 def training_lock(output_dir: str | Path) -> "contextmanager":
     """The lock of a run directory that ``kgparser train`` holds while it writes it."""
     output_dir = Path(output_dir)
-    return exclusive_lock(output_dir / TRAIN_LOCK,
+    # a status check holds the lock for an instant: wait a second before giving up
+    return exclusive_lock(output_dir / TRAIN_LOCK, wait=1.0,
                           busy=f"{output_dir}: another kgparser process is training into this folder "
                                f"(it holds {output_dir / TRAIN_LOCK}); wait for it to end or stop it first")

@@ -77,7 +77,7 @@ def _settings(command: list[str]) -> dict:
 
 def fake_call(calls: list):
     """Stands for ``subprocess.call`` of a run's ``train`` / ``parse`` commands."""
-    def call(command, stdout=None, stderr=None, env=None):
+    def call(command, stdout=None, stderr=None, env=None, **options):
         calls.append(command)
         action = command[3]
         if action == "train":

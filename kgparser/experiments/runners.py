@@ -15,7 +15,16 @@ asks for now; a run interrupted during training is continued with
 lock (``RUN_DIR/.lock``) while it executes, so several ``kgparser experiment
 run`` commands (e.g. on different ``--only`` slices, or on machines sharing
 the folder) can work on one grid: a run locked by another one is skipped,
-and a run another one has finished meanwhile is not trained again.
+and a run another one has finished meanwhile is not trained again.  A run
+whose folder a trainer still writes (it holds ``RUN_DIR/.train.lock``, see
+:mod:`kgparser.locking`) is skipped too, whoever started that trainer, so a
+run never gets two writers.
+
+A run's processes die with the process that started them (on Linux): if
+``kgparser experiment run`` is killed, even with ``kill -9``, its trainer and
+parser get SIGTERM instead of training on, orphaned, into a run that looks
+free.  They stay in its process group, so Ctrl-C in the terminal reaches them
+directly, as it reaches the command itself.
 
 Engines: ``local`` runs at most ``max_parallel`` runs at once (each in its own
 processes; threads of this process only wait for them); ``ray`` sends each run
@@ -28,12 +37,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -43,6 +54,7 @@ import yaml
 from ..atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
+from ..locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
 from .grid import Grid, Run, fingerprint, run_config
 
 MARKER = "experiment.json"
@@ -58,8 +70,8 @@ class RunFailed(KgparserError):
     """A run's training or parsing command failed (the message points to its log)."""
 
 
-class RunBusy(KgparserError):
-    """Another process is executing the run."""
+class RunBusy(LockBusy):
+    """Another process is executing the run (or a trainer still writes its folder)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +89,9 @@ class Job:
 
 
 def run_status(run: Run, expected: str) -> str:
-    """``finished``, ``running`` (another process holds its lock), ``stale``
-    (finished under another config), ``partial`` (has a last.pt to resume from)
-    or ``pending``."""
+    """``finished``, ``running`` (another process holds its lock, or a trainer
+    its training lock), ``stale`` (finished under another config), ``partial``
+    (has a last.pt to resume from) or ``pending``."""
     out = run.output_dir
     marked = (out / MARKER).exists()
     if marked:
@@ -96,14 +108,13 @@ def run_status(run: Run, expected: str) -> str:
 
 
 def _locked_elsewhere(out: Path) -> bool:
-    """Whether another process holds the lock of the run in ``out``."""
-    if not (out / LOCK_FILE).exists():
-        return False
-    try:
-        with run_lock(out, wait=0):
-            return False
-    except RunBusy:
-        return True
+    """Whether another process executes the run in ``out`` or a trainer writes it
+    (one left running by a killed ``experiment run``, or started by hand).
+
+    The training lock is probed only when the run lock is free: probing holds a
+    lock for an instant, and a trainer started by an ``experiment run`` (which
+    holds the run lock) must not find its training lock taken by the probe."""
+    return is_locked(out / LOCK_FILE) or is_locked(out / TRAIN_LOCK)
 
 
 def saved_config_fingerprint(out: Path) -> str | None:
@@ -132,13 +143,54 @@ def _command(*arguments: str) -> list[str]:
 
 
 def _call(command: list[str], log: Path, threads: int, what: str, job: Job) -> None:
+    """Run one of a run's commands and wait for it.  The thread that calls this
+    forks the child and waits for its end, which matters on Linux: the child's
+    death signal fires when the *thread* that forked it ends, not the process."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ {' '.join(command)}\n")
         handle.flush()
-        code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+        code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                               preexec_fn=_die_with_parent())
     if code != 0:
         raise RunFailed(f"run {job.name}: {what} failed with exit code {code}; see {log}")
+
+
+#: prctl(2) option: the signal a process gets when the thread that forked it ends
+PR_SET_PDEATHSIG = 1
+
+
+@cache
+def _prctl() -> Callable | None:
+    """libc's ``prctl`` where there is one (Linux), looked up once and before any
+    fork: the child may only call what is ready, as other threads of this process
+    may hold locks at the instant it is forked."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What a child runs between fork and exec so that it gets SIGTERM when this
+    process dies, however it dies (a killed parent must not leave an orphan
+    training into a run that then looks free); ``None`` where prctl is missing.
+    If this process died before the child asked, the signal will never come: the
+    child then ends itself (its parent id is no longer this process's)."""
+    prctl, parent = _prctl(), os.getpid()
+    if prctl is None:
+        return None
+
+    def ask_for_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return ask_for_death_signal
 
 
 def _resumable(out: Path, fingerprint: str) -> bool:
@@ -150,13 +202,16 @@ def _resumable(out: Path, fingerprint: str) -> bool:
 def execute(job: Job) -> dict:
     """Train (or resume) one run, parse its test set with the best checkpoint and
     write the marker.  Returns the marker's content.  Raises :class:`RunBusy`
-    when another process holds the run's lock."""
+    when another process holds the run's lock, or a trainer its training lock."""
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
         marker = _marker(out)
         if marker is not None and marker.get("fingerprint") == job.fingerprint:
             return marker  # finished by another process since this one listed it
+        if is_locked(out / TRAIN_LOCK):  # checked before anything in the folder is touched
+            raise RunBusy(f"a kgparser train process still writes the run in {out} (it holds "
+                          f"{TRAIN_LOCK}; perhaps left by a killed experiment run)")
         return _execute_locked(job, out)
 
 
@@ -164,22 +219,13 @@ def execute(job: Job) -> dict:
 def run_lock(out: Path, wait: float = 1.0):
     """The exclusive lock of the run in ``out``, tried for up to ``wait`` seconds
     (a status check holds it for an instant) before raising :class:`RunBusy`."""
-    import fcntl
-
-    with open(out / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    raise RunBusy(f"another process is executing the run in {out}") from None
-                time.sleep(0.05)
+    with ExitStack() as stack:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            stack.enter_context(exclusive_lock(out / LOCK_FILE, wait,
+                                               busy=f"another process is executing the run in {out}"))
+        except LockBusy as error:
+            raise RunBusy(str(error)) from None
+        yield
 
 
 def _marker(out: Path) -> dict | None:
@@ -254,6 +300,21 @@ def _machine() -> str:
     return f"{processor}, {os.cpu_count()} CPUs, {platform.system()}"
 
 
+def _outcome(job: Job, done: str, result: Callable[[], object], failures: list[str],
+             log: Callable[[str], None]) -> None:
+    """Wait for one run's ``result`` and log how it ended (``done``: ``[i/n]``).  A
+    run another process holds is skipped, not failed: it is not lost, only
+    elsewhere.  A failed run is recorded in ``failures`` and must not stop the others."""
+    try:
+        result()
+        log(f"{done} finished {job.name}")
+    except RunBusy as exc:
+        log(f"{done} skipped {job.name}: {exc}")
+    except Exception as exc:
+        failures.append(f"{job.name}: {exc}")
+        log(f"{done} FAILED {job.name}: {exc}")
+
+
 def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], dict] = execute,
               log: Callable[[str], None] = print) -> list[str]:
     """At most ``max_parallel`` runs at once; returns the failures' messages."""
@@ -262,17 +323,10 @@ def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], d
         futures = {pool.submit(execute_job, job): job for job in jobs}
         try:
             for done, future in enumerate(as_completed(futures), start=1):
-                job = futures[future]
-                try:
-                    future.result()
-                    log(f"[{done}/{len(jobs)}] finished {job.name}")
-                except RunBusy as exc:
-                    log(f"[{done}/{len(jobs)}] skipped {job.name}: {exc}")
-                except Exception as exc:  # a failed run must not stop the others
-                    failures.append(f"{job.name}: {exc}")
-                    log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+                _outcome(futures[future], f"[{done}/{len(jobs)}]", future.result, failures, log)
         except BaseException:
-            # Ctrl-C reaches the running runs' processes too; start no new ones
+            # Ctrl-C reaches the running runs' processes too (they share the terminal's
+            # process group), and they end; start no new ones and wait for them
             for future in futures:
                 future.cancel()
             raise
@@ -292,14 +346,8 @@ def run_ray(jobs: list[Job], settings: dict, threads: int, log: Callable[[str], 
     failures, done = [], 0
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
-        job = pending.pop(ready[0])
         done += 1
-        try:
-            ray.get(ready[0])
-            log(f"[{done}/{len(jobs)}] finished {job.name}")
-        except Exception as exc:
-            failures.append(f"{job.name}: {exc}")
-            log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+        _outcome(pending.pop(ready[0]), f"[{done}/{len(jobs)}]", lambda: ray.get(ready[0]), failures, log)
     return failures
 
 
@@ -320,12 +368,7 @@ def run_slurm(jobs: list[Job], settings: dict, threads: int, folder: Path,
         f"logs in {folder}")
     failures = []
     for done, (job, handle) in enumerate(zip(jobs, submitted), start=1):
-        try:
-            handle.result()
-            log(f"[{done}/{len(jobs)}] finished {job.name}")
-        except Exception as exc:
-            failures.append(f"{job.name}: {exc}")
-            log(f"[{done}/{len(jobs)}] FAILED {job.name}: {exc}")
+        _outcome(job, f"[{done}/{len(jobs)}]", handle.result, failures, log)
     return failures
 
 
