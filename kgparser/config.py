@@ -6,6 +6,11 @@ naming the file and the dotted key path.  Command-line overrides use the same
 paths: ``--set training.epochs=5 --set model.char_dim=0``; their values are
 parsed as YAML scalars (``5``, ``true``, ``null``, ``[a, b]``).
 
+Every kgparser YAML file and ``--set`` value is read with :class:`YamlLoader`:
+PyYAML's safe loader with YAML 1.2 floats, so ``1e-4``, ``1E4``, ``.5`` and
+``-1.5e+3`` are numbers (YAML 1.1 wants a dot and a signed exponent), and with
+malformed scalars (``2001-02-30``, ``!!int x``) reported as YAML errors.
+
 Relative data paths are resolved against the directory of the YAML file, so a
 config keeps working from any current directory; ``output_dir`` is relative
 to the current directory (where the user runs ``kgparser train``).
@@ -13,6 +18,8 @@ to the current directory (where the user runs ``kgparser train``).
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +32,90 @@ from .errors import KgparserError
 ORACLES = ("static", "dynamic", "static-dynamic")
 UNBUILDABLE_POLICIES = ("skip", "dynamic")
 POS_COLUMNS = ("upos", "xpos")
+#: how the parser sees tags: the file's column, the joint tagger's argmax or its
+#: distribution (read by the upper BiLSTM layers, see kgparser/model/network.py), or not at all
+TAG_INPUTS = ("gold", "predicted", "soft", "none")
 DEVICES = ("cpu", "cuda")
 
 
 class ConfigError(KgparserError):
     """A config file or override is invalid (the message names file and key)."""
+
+
+class YamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with YAML 1.2 floats and malformed scalars reported as
+    :class:`yaml.YAMLError` (PyYAML raises ValueError, KeyError... for them)."""
+
+
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+#: YAML 1.2 core-schema floats (a dot or an exponent; ``_`` between digits, as YAML 1.1 allows)
+_YAML12_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                                    |\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+                                    |[0-9][0-9_]*[eE][-+]?[0-9]+
+                                    |\.(?:inf|Inf|INF))
+                               |\.(?:nan|NaN|NAN))$""", re.X)
+YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _FLOAT_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+YamlLoader.add_implicit_resolver(_FLOAT_TAG, _YAML12_FLOAT, list("-+0123456789."))
+
+
+def _reported(construct):
+    """``construct`` (a scalar constructor) raising a YAML error that points at the scalar."""
+    def checked(loader, node):
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, AttributeError) as exc:
+            kind = node.tag.rpartition(":")[2]
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.value[:40]!r} as {kind} ({exc})", node.start_mark) from None
+    return checked
+
+
+for _kind in ("bool", "int", "float", "timestamp"):
+    _tag = f"tag:yaml.org,2002:{_kind}"
+    YamlLoader.add_constructor(_tag, _reported(yaml.SafeLoader.yaml_constructors[_tag]))
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """The YAML document ``text`` read with :class:`YamlLoader`; a
+    :class:`ConfigError` naming ``source`` and the line if it is not valid."""
+    try:
+        return yaml.load(text, Loader=YamlLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {_yaml_problem(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A PyYAML error in one line, located by line and column."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        context = f" ({exc.context})" if exc.context else ""
+        text = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}"
+    elif isinstance(exc, yaml.reader.ReaderError):
+        text = f"character #x{exc.character:04x} at position {exc.position}: {exc.reason}"
+    else:
+        text = str(exc)
+    return " ".join(text.split())
+
+
+def read_text_file(path: str | Path, error: type[KgparserError], what: str) -> str:
+    """The UTF-8 text of ``path`` (without a leading byte-order mark); ``error``
+    naming the file (and the line and column of a byte that is not UTF-8) when
+    it cannot be read: missing, a folder, not permitted, not UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise error(f"{path}, line {line}, column {column}: {what} is not valid UTF-8 "
+                    f"(byte 0x{data[exc.start]:02x})") from None
 
 
 @dataclass
@@ -63,6 +149,27 @@ class PretrainedConfig:
 
 
 @dataclass
+class TaggerConfig:
+    """The joint tagger: a softmax head per predicted column on the shared BiLSTM,
+    trained with the parser (multi-task, as UDPipe 2; see kgparser/model/tagger.py)."""
+
+    #: predict UPOS
+    upos: bool = False
+    #: predict XPOS (skipped where the training data has none)
+    xpos: bool = False
+    #: predict FEATS, the whole string as one class per word (as UDPipe); skipped where the data has none
+    feats: bool = False
+    #: 0: a linear softmax layer on the BiLSTM vectors; N: one tanh hidden layer of N units first
+    hidden: int = 0
+    #: weight of the tagging cross-entropy (summed over words and columns) against the parser's hinge loss
+    loss_weight: float = 1.0
+
+    def columns(self) -> list[str]:
+        """The columns to predict, in the order UPOS, XPOS, FEATS."""
+        return [column for column in ("upos", "xpos", "feats") if getattr(self, column)]
+
+
+@dataclass
 class ModelConfig:
     word_dim: int = 100
     #: look words up by their normalized form (lower-cased, digits as 0), as the BIST
@@ -73,6 +180,13 @@ class ModelConfig:
     pos_dim: int = 25
     #: replace a tag by UNK with this probability in training (lets a model parse untagged input)
     pos_dropout: float = 0.0
+    #: what the tag embedding reads: ``gold`` the input file's column; ``predicted`` the joint
+    #: tagger's best tag (the tagger reads the first BiLSTM layer, the upper layers read its
+    #: tags, so no layer reads the tags it predicts); ``soft`` the tagger's distribution
+    #: (probabilities times the tag embeddings); ``none``: no tag embedding
+    tag_input: str = "gold"
+    #: the joint tagger (off by default)
+    tagger: TaggerConfig = field(default_factory=TaggerConfig)
     #: character BiLSTM embedding size; 0 disables the character model
     char_dim: int = 0
     #: character BiLSTM units per direction
@@ -149,12 +263,14 @@ _CHOICES = {
     "training.oracle": ORACLES,
     "training.unbuildable": UNBUILDABLE_POLICIES,
     "model.pos": POS_COLUMNS,
+    "model.tag_input": TAG_INPUTS,
     "device": DEVICES,
 }
 _NON_NEGATIVE = {
     "seed", "threads", "model.word_dim", "model.pos_dim", "model.char_dim", "model.lstm_dropout",
     "model.word_dropout", "model.pretrained.max_extra_words", "training.epochs",
     "training.explore_after_epochs", "training.margin", "training.clip", "data.max_train_sentences",
+    "model.tagger.hidden", "model.tagger.loss_weight",
 }
 _POSITIVE = {
     "model.char_hidden", "model.lstm_layers", "model.lstm_hidden", "model.mlp_hidden",
@@ -163,32 +279,51 @@ _POSITIVE = {
 _DATA_PATHS = ("train", "dev", "test")
 
 
+#: integers must fit in 64 bits (torch refuses larger seeds, sizes...)
+_INT_LIMIT = 2 ** 63
+#: characters no file name (and no UTF-8 file) can hold; YAML escapes can write them
+_UNUSABLE_CHARACTER = re.compile("[\0\ud800-\udfff]")
+
+
 def _describe(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
+    """Type and (shortened) value, for messages."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer of over 4300 digits
+        text = "(too long to show)"
+    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+
+
+_EXPECTED = {bool: "true/false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}
 
 
 def _check_scalar(value: Any, kind: type, where: str) -> Any:
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {_describe(value)}")
-        return value
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {_describe(value)}")
-        return value
+    if kind not in _EXPECTED:
+        raise TypeError(f"unsupported config type {kind}")
+    if not _is_kind(value, kind):
+        raise ConfigError(f"{where}: expected {_EXPECTED[kind]}, got {_describe(value)}")
+    problem = _bad_value(value, kind)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
+    return float(value) if kind is float else dict(value) if kind is dict else value
+
+
+def _is_kind(value: Any, kind: type) -> bool:
+    """``value`` is of config type ``kind`` (an int is a float; a bool is no number)."""
     if kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {_describe(value)}")
-        return float(value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {_describe(value)}")
-        return value
-    if kind is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {_describe(value)}")
-        return dict(value)
-    raise TypeError(f"unsupported config type {kind}")
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+def _bad_value(value: Any, kind: type) -> str | None:
+    """What is wrong with a value of the right type, or None."""
+    if kind in (int, float) and isinstance(value, int) and abs(value) >= _INT_LIMIT:
+        return f"number out of range (at most {_INT_LIMIT - 1} in size)"
+    if kind is float and not math.isfinite(value):
+        return f"expected a finite number, got {value!r}"
+    if kind is str and _UNUSABLE_CHARACTER.search(value):
+        return f"{_describe(value)} contains a NUL or an unpaired surrogate character"
+    return None
 
 
 def _build(cls: type, raw: Any, prefix: str, source: str):
@@ -248,6 +383,7 @@ def _validate(config: Config, source: str) -> None:
     for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout", "training.ema_decay"):
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
+    _validate_tagging(config.model, source)
     from .transitions import system_class
 
     try:
@@ -268,6 +404,24 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: system.options: {exc}") from None
 
 
+def _validate_tagging(model: ModelConfig, source: str) -> None:
+    """The tag input and the tagger must fit together: a tagger trained on a BiLSTM
+    that reads the gold column it predicts would learn to copy it, and predicted tags
+    need a lower layer to tag from (the hierarchical design of kgparser/model/network.py)."""
+    predicts_pos = getattr(model.tagger, model.pos)
+    if model.tag_input == "gold" and model.pos_dim and predicts_pos:
+        raise ConfigError(f"{source}: model.tagger.{model.pos}: the tagger would read the gold {model.pos.upper()} "
+                          f"it predicts (model.tag_input: gold); set model.tag_input: predicted (or soft, or none)")
+    if model.tag_input in ("predicted", "soft"):
+        if not predicts_pos:
+            raise ConfigError(f"{source}: model.tag_input: {model.tag_input} needs the tagger to predict the "
+                              f"model.pos column: set model.tagger.{model.pos}: true")
+        if model.lstm_layers < 2 or not model.pos_dim:
+            raise ConfigError(f"{source}: model.tag_input: {model.tag_input} needs model.lstm_layers >= 2 and "
+                              f"model.pos_dim > 0 (the tagger reads the first BiLSTM layer, the upper layers "
+                              f"its tags); or use model.tag_input: none")
+
+
 def _get(config: Any, path: str) -> Any:
     for part in path.split("."):
         config = getattr(config, part)
@@ -282,11 +436,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = [p for p in key.strip().split(".")]
     if not all(parts):
         raise ConfigError(f"--set {text!r}: empty key path")
-    try:
-        parsed = yaml.safe_load(value) if value.strip() else None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {text!r}: cannot parse value: {exc}") from None
-    return parts, parsed
+    return parts, parse_yaml(value, f"--set {text!r}") if value.strip() else None
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
@@ -331,14 +481,7 @@ def _resolve_paths(config: Config, base: Path, cwd_keys: frozenset) -> None:
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     """Read, override and validate a YAML config file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    raw = parse_yaml(read_text_file(path, ConfigError, "config"), str(path))
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

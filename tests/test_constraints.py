@@ -2,6 +2,7 @@ import functools
 import itertools
 import json
 import random
+import sys
 
 import pytest
 
@@ -410,3 +411,68 @@ def test_misc_column_keys():
 def test_misc_errors_name_the_word(misc, message):
     with pytest.raises(ConstraintError, match=f"f.conllu sent 3.*{message}"):
         constraints_from_misc(misc, where="f.conllu sent 3")
+
+
+def write_jsonl(tmp_path, *records) -> str:
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("first, second, name", [
+    ({"sent_id": "a"}, {"sent_id": "a", "arcs": [[0, 1]]}, "sent_id 'a'"),
+    ({"index": 2}, {"index": 2}, "index 2"),
+    ({"sent_id": "a", "index": 2}, {"index": 2}, "index 2"),
+    ({"sent_id": "a"}, {"sent_id": "a", "index": 2}, "sent_id 'a'"),
+    ({"sent_id": "a", "index": 2}, {"sent_id": "b", "index": 2}, "index 2"),
+])
+def test_two_records_for_one_sentence_name_both_lines(tmp_path, first, second, name):
+    path = write_jsonl(tmp_path, first, "", second)
+    with pytest.raises(ConstraintError, match=f"c.jsonl, line 3: a second record for {name} "
+                                              r"\(the first is on line 1\)"):
+        read_constraints_jsonl(path)
+
+
+def test_a_record_giving_index_and_sent_id_must_name_that_sentence(tmp_path):
+    table = read_constraints_jsonl(write_jsonl(tmp_path, {"index": 1, "sent_id": "b", "arcs": [[0, 1]]},
+                                               {"index": 0}))
+    assert constraints_for(table, "b", 1).arcs[0].dep == 1
+    assert constraints_for(table, "b", 3) is None  # the record is pinned to index 1
+    with pytest.raises(ConstraintError, match=r"c.jsonl, line 1 \('b'\): gives index 1 and sent_id 'b', "
+                                              r"but the sentence at index 1 has sent_id 'x'"):
+        constraints_for(table, "x", 1)
+    with pytest.raises(ConstraintError, match="the sentence at index 1 has no sent_id"):
+        constraints_for(table, None, 1)
+
+
+def test_a_sentence_named_by_two_records_is_an_error(tmp_path):
+    table = read_constraints_jsonl(write_jsonl(tmp_path, {"sent_id": "a"}, {"index": 0}))
+    with pytest.raises(ConstraintError, match=r"c.jsonl, line 2 \(0\): a second record for the sentence at "
+                                              r"index 0, besides .*c.jsonl, line 1 \('a'\) for its sent_id"):
+        constraints_for(table, "a", 0)
+    assert constraints_for(table, "b", 0).where.endswith("line 2 (0)")
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"sent_id": "a", "index": "x"}', "line 1: index must be a non-negative integer"),
+    ('{"sent_id": "a", "index": -1}', "line 1: index must be a non-negative integer"),
+    pytest.param('{"index": ' + "1" * 5000 + "}", "line 1: not valid JSON \\(Exceeds the limit",
+                 marks=pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"), reason="no digit limit")),
+    ("[" * 100_000, "line 1: not valid JSON \\(nested too deeply\\)"),
+    ('{"index": 0,}', "line 1: not valid JSON \\(Expecting property name .* at column 13\\)"),
+])
+def test_jsonl_key_and_json_errors(tmp_path, line, message):
+    with pytest.raises(ConstraintError, match=message):
+        read_constraints_jsonl(write_jsonl(tmp_path, line))
+
+
+def test_constraints_files_must_be_utf8_readable_files(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"index": 0}\n{"sent_id": "\xff"}\n')
+    with pytest.raises(ConstraintError, match=r"c.jsonl, line 2, column 14: constraints file is not valid UTF-8 "
+                                              r"\(byte 0xff\)"):
+        read_constraints_jsonl(str(path))
+    path.write_bytes(b'\xef\xbb\xbf{"index": 0}\r\n')
+    assert constraints_for(read_constraints_jsonl(str(path)), None, 0) is not None
+    with pytest.raises(ConstraintError, match=f"{tmp_path}: cannot read constraints file: Is a directory"):
+        read_constraints_jsonl(str(tmp_path))

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ..config import ConfigError, parse_yaml, read_text_file
 from ..errors import KgparserError
 
 #: axis names that stand for a config key when their values are a plain list
@@ -398,11 +399,9 @@ def load_grid(path: str | Path) -> Grid:
     """Read and validate a grid file and expand its runs."""
     path = Path(path).resolve()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GridError(f"{path}: cannot read grid file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise GridError(f"{path}: invalid YAML: {exc}") from None
+        raw = parse_yaml(read_text_file(path, GridError, "grid file"), str(path))
+    except ConfigError as exc:  # parse_yaml's error: invalid or too deeply nested YAML
+        raise GridError(str(exc)) from None
     raw = _mapping(path, "top level", raw)
     _check_keys(path, "top level", raw, _TOP_KEYS)
     for key in ("base", "axes"):
