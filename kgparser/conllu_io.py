@@ -32,7 +32,12 @@ Lenient reading.  With ``lenient=True`` a sentence with a problem is skipped
 instead of raising: each skipped sentence is logged as a WARNING on the
 ``kgparser.conllu_io`` logger (printed on stderr when logging is not configured)
 and its :class:`ConlluError` is appended to the ``skipped`` list of the result
-(:class:`SentenceList`), so nothing is dropped silently.
+(:class:`SentenceList`), so nothing is dropped silently; the error keeps the
+sentence's lines and place, and :meth:`SentenceList.with_skipped` puts them
+back for writing.  Lenience is per sentence: a file that cannot be read to its
+end (a truncated or corrupt ``.gz``, invalid UTF-8) raises a
+:class:`~kgparser.errors.KgparserError` naming it, in every mode, so that the
+sentences before the damage are never taken for the whole file.
 
 Files are UTF-8 (a leading byte-order mark is skipped); sentences are separated
 by blank lines, so a file whose sentences are each followed by exactly one
@@ -57,6 +62,7 @@ __all__ = [
     "ConlluError",
     "Sentence",
     "SentenceList",
+    "SkippedBlock",
     "find_cycle",
     "iter_conllu",
     "parse_conllu",
@@ -82,6 +88,10 @@ class ConlluError(KgparserError):
         self.source = source
         self.line = line
         self.reason = reason
+        #: for a sentence skipped by a lenient read: its original lines, and how
+        #: many sentences were read before it (its place among them)
+        self.lines: list[str] | None = None
+        self.position: int | None = None
 
 
 def _nullable(value: str) -> str | None:
@@ -91,6 +101,23 @@ def _nullable(value: str) -> str | None:
 def _is_number(text: str) -> bool:
     """A non-negative decimal integer without leading zeros, in ASCII digits."""
     return text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1)
+
+
+#: digits of the longest number read exactly; a longer one exceeds any sentence
+_MAX_DIGITS = 18
+
+
+def _number(text: str) -> int:
+    """The value of a text :func:`_is_number` accepts, capped at 10**18: every
+    check that compares it (a word ID, a HEAD within 0..n) then fails as for
+    the exact value, without int()'s cost on thousands of digits and its
+    ValueError beyond 4300."""
+    return int(text) if len(text) <= _MAX_DIGITS else 10 ** _MAX_DIGITS
+
+
+def _shown(text: str) -> str:
+    """A column value for a message: a long one is cut, with its length."""
+    return text if len(text) <= 2 * _MAX_DIGITS else f"{text[:_MAX_DIGITS]}... ({len(text)} characters)"
 
 
 class Sentence:
@@ -140,7 +167,7 @@ class Sentence:
             word_id = cols[ID]
             expected = len(words) + 1
             if _is_number(word_id):
-                if int(word_id) != expected:
+                if _number(word_id) != expected:
                     raise self._error(row, self._bad_word_id(word_id, expected))
                 rows.append(row)
                 words.append(cols)
@@ -151,12 +178,12 @@ class Sentence:
             elif "." in word_id:
                 empty_index = self._empty_node(row, word_id, expected - 1, empty_index)
             else:
-                raise self._error(row, f"malformed ID {word_id!r}")
+                raise self._error(row, f"malformed ID {_shown(word_id)!r}")
         if not words:
             raise self._error(0, "sentence has no words")
         if range_end > len(words):
             row, word_id = last_range
-            raise self._error(row, f"multiword token {word_id} extends past the last word {len(words)}")
+            raise self._error(row, f"multiword token {_shown(word_id)} extends past the last word {len(words)}")
         return rows, words
 
     def _columns(self, row: int, text: str) -> list[str]:
@@ -170,29 +197,31 @@ class Sentence:
 
     @staticmethod
     def _bad_word_id(word_id: str, expected: int) -> str:
-        if int(word_id) < expected:
+        if _number(word_id) < expected:
             return f"duplicate or decreasing word ID {word_id}, expected {expected}"
-        return f"word ID {word_id} skips ahead, expected {expected}"
+        return f"word ID {_shown(word_id)} skips ahead, expected {expected}"
 
     def _multiword_range(self, row: int, word_id: str, next_word: int, previous_end: int) -> int:
         """Check a multiword-token ID ``a-b``; returns b."""
         start, _, end = word_id.partition("-")
-        if not (_is_number(start) and _is_number(end)) or int(start) == 0 or int(end) <= int(start):
-            raise self._error(row, f"malformed multiword token range {word_id!r} (need a-b with 1 <= a < b)")
-        if int(start) != next_word:
-            raise self._error(row, f"multiword token {word_id} must start at the next word ID {next_word}")
-        if int(start) <= previous_end:
-            raise self._error(row, f"multiword token {word_id} overlaps the previous one ending at {previous_end}")
-        return int(end)
+        shown = _shown(word_id)
+        if not (_is_number(start) and _is_number(end)) or start == "0" or _number(end) <= _number(start):
+            raise self._error(row, f"malformed multiword token range {shown!r} (need a-b with 1 <= a < b)")
+        if _number(start) != next_word:
+            raise self._error(row, f"multiword token {shown} must start at the next word ID {next_word}")
+        if _number(start) <= previous_end:
+            raise self._error(row, f"multiword token {shown} overlaps the previous one ending at {previous_end}")
+        return _number(end)
 
     def _empty_node(self, row: int, word_id: str, last_word: int, previous_index: int) -> int:
         """Check an empty-node ID ``i.j`` (i = last word read, j = previous j + 1); returns j."""
         major, _, minor = word_id.partition(".")
-        if not (_is_number(major) and _is_number(minor)) or int(minor) == 0:
-            raise self._error(row, f"malformed empty node ID {word_id!r} (need i.j with j >= 1)")
-        if int(major) != last_word or int(minor) != previous_index + 1:
-            raise self._error(row, f"empty node {word_id} out of sequence, expected {last_word}.{previous_index + 1}")
-        return int(minor)
+        if not (_is_number(major) and _is_number(minor)) or minor == "0":
+            raise self._error(row, f"malformed empty node ID {_shown(word_id)!r} (need i.j with j >= 1)")
+        if _number(major) != last_word or _number(minor) != previous_index + 1:
+            raise self._error(row, f"empty node {_shown(word_id)} out of sequence, "
+                                   f"expected {last_word}.{previous_index + 1}")
+        return _number(minor)
 
     def _parse_heads(self, head_texts: list[str], require_tree: bool) -> list[int]:
         heads = [-1]
@@ -204,10 +233,10 @@ class Sentence:
                 heads.append(-1)
                 continue
             if not _is_number(text):
-                raise self._error(self._word_rows[dep], f"HEAD {text!r} is not a non-negative integer")
-            head = int(text)
+                raise self._error(self._word_rows[dep], f"HEAD {_shown(text)!r} is not a non-negative integer")
+            head = _number(text)
             if head > n:
-                raise self._error(self._word_rows[dep], f"HEAD {head} out of range 0..{n}")
+                raise self._error(self._word_rows[dep], f"HEAD {_shown(text)} out of range 0..{n}")
             if head == dep:
                 raise self._error(self._word_rows[dep], f"word {dep} is its own head")
             if require_tree and self.deprels[dep] is None:
@@ -306,6 +335,22 @@ class Sentence:
             self._lines[row] = "\t".join(cols)
         self.heads, self.deprels = new_heads, new_deprels
 
+    def set_tags(self, column: str, values: Sequence[str | None]) -> None:
+        """Replace the ``upos``, ``xpos`` or ``feats`` column of every word (``values``
+        has length n; None or ``_`` writes ``_``); nothing else changes."""
+        index = {"upos": UPOS, "xpos": XPOS, "feats": FEATS}[column]
+        if len(values) != self.n:
+            raise ValueError(f"{column} has length {len(values)}, expected n = {self.n}")
+        values = [None if not value or value == "_" else value for value in values]
+        for dep, value in enumerate(values, start=1):
+            if value is not None and any(c.isspace() for c in value):
+                raise ValueError(f"word {dep}: {column} {value!r} contains whitespace")
+            row = self._word_rows[dep]
+            cols = self._lines[row].split("\t")
+            cols[index] = value or "_"
+            self._lines[row] = "\t".join(cols)
+        setattr(self, column, values)
+
     def to_conllu(self) -> str:
         """The sentence block, ending with the blank line that separates sentences."""
         return "\n".join(self._lines) + "\n\n"
@@ -340,6 +385,28 @@ class SentenceList(list):
     def n_words(self) -> int:
         return sum(sentence.n for sentence in self)
 
+    def with_skipped(self) -> list:
+        """The sentences with each skipped one back in its place as a
+        :class:`SkippedBlock` (its original lines), so that writing them gives
+        as many sentences as the input had."""
+        merged: list = list(self)
+        for error in reversed(self.skipped):
+            merged.insert(error.position, SkippedBlock(error.lines))
+        return merged
+
+
+class SkippedBlock:
+    """The original lines of a sentence that could not be read; written back
+    unchanged by :func:`write_conllu`."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+
+    def to_conllu(self) -> str:
+        return "\n".join(self.lines) + "\n\n"
+
 
 def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     """(line number of the first line, lines) of each blank-line separated block."""
@@ -361,15 +428,20 @@ def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
 
 def _sentences(lines: Iterable[str], source: str, lenient: bool, require_tree: bool,
                skipped: list[ConlluError] | None) -> Iterator[Sentence]:
+    read = 0
     for start, block in _blocks(lines):
         try:
-            yield Sentence(block, source, start, require_tree=require_tree)
+            sentence = Sentence(block, source, start, require_tree=require_tree)
         except ConlluError as error:
             if not lenient:
                 raise
             logger.warning("skipped sentence: %s", error)
+            error.lines, error.position = block, read
             if skipped is not None:
                 skipped.append(error)
+            continue
+        read += 1
+        yield sentence
 
 
 def _open_text(path: str | Path) -> TextIO:
@@ -401,8 +473,8 @@ def iter_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool =
         yield from _sentences(handle, source, lenient, require_tree, skipped)
     except UnicodeDecodeError as error:
         raise KgparserError(f"{source}: not valid UTF-8 ({error.reason})") from error
-    except OSError as error:  # e.g. a truncated or corrupt .gz file
-        raise KgparserError(f"{source}: cannot read: {error}") from error
+    except (OSError, EOFError) as error:  # a corrupt .gz file (OSError) or a truncated one (EOFError)
+        raise KgparserError(f"{source}: cannot read: {error} (the file is damaged or incomplete)") from error
     finally:
         if str(path) == "-":
             handle.detach()  # closing the wrapper would close the process's stdin
@@ -419,9 +491,10 @@ def read_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool =
 
 def parse_conllu(text: str, source: str = "<string>", *, lenient: bool = False,
                  require_tree: bool = True) -> SentenceList:
-    """All sentences of CoNLL-U ``text``; errors are located in ``source``."""
+    """All sentences of CoNLL-U ``text`` (a leading byte-order mark is skipped, as
+    in files); errors are located in ``source``."""
     skipped: list[ConlluError] = []
-    sentences = _sentences(text.split("\n"), source, lenient, require_tree, skipped)
+    sentences = _sentences(text.removeprefix("\ufeff").split("\n"), source, lenient, require_tree, skipped)
     return SentenceList(sentences, skipped)
 
 

@@ -19,6 +19,14 @@ A predicted HEAD or DEPREL of ``_`` counts as wrong.  Gold and prediction must
 have the same number of sentences and, sentence by sentence, the same word
 forms; otherwise :class:`EvaluationError` names both files and lines.
 
+Tags (over the same scored words, as ``conll18_ud_eval.py``): ``upos`` and
+``xpos``, the share of words whose predicted tag is the gold one, counting the
+words whose gold tag is given; ``ufeats``, the share whose *universal*
+features (:data:`UNIVERSAL_FEATURES`, in any order) match, and ``feats`` the
+share whose whole FEATS match (the class the joint tagger predicts), counted
+when the gold file has FEATS at all (``_``, no features, is then a value).
+A score the gold file cannot give is None.
+
 Breakdowns (always over the scored words):
 
 * per label (full gold/predicted DEPREL): ``gold`` words with that gold label,
@@ -42,6 +50,13 @@ __all__ = ["EvaluationError", "PRF", "Scores", "distance_bucket", "evaluate", "e
            "universal_label"]
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
+#: the tag scores, in the order they are reported
+TAG_SCORES = ("upos", "xpos", "ufeats", "feats")
+#: the features UD defines for every language (``conll18_ud_eval.py``'s list); UFeats compares only these
+UNIVERSAL_FEATURES = frozenset({
+    "PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy", "Number", "Case",
+    "Definite", "Degree", "VerbForm", "Mood", "Tense", "Aspect", "Voice", "Evident", "Polarity", "Person",
+    "Polite"})
 
 
 class EvaluationError(KgparserError):
@@ -108,6 +123,14 @@ class Scores:
     complete_labeled: int = 0
     per_label: dict[str, PRF] = field(default_factory=dict)
     per_distance: dict[str, PRF] = field(default_factory=dict)
+    #: per tag score (:data:`TAG_SCORES`): words with a gold value, and those predicted right
+    tagged: dict[str, int] = field(default_factory=dict)
+    correct_tags: dict[str, int] = field(default_factory=dict)
+
+    def tag_accuracy(self, score: str) -> float | None:
+        """``upos``, ``xpos``, ``ufeats`` or ``feats`` accuracy; None where gold has no such tags."""
+        total = self.tagged.get(score, 0)
+        return self.correct_tags.get(score, 0) / total if total else None
 
     @property
     def uas(self) -> float:
@@ -146,6 +169,7 @@ class Scores:
             "correct_labeled": self.correct_labeled,
             "correct_labeled_universal": self.correct_labeled_universal,
             "correct_labels": self.correct_labels,
+            **{score: self.tag_accuracy(score) for score in TAG_SCORES},
         }
         if breakdown:
             result["per_label"] = {label: row.to_dict() for label, row in sorted(self.per_label.items())}
@@ -165,11 +189,17 @@ class Scores:
             f"Label accuracy      {100 * self.label_accuracy:6.2f}  ({self.correct_labels}/{self.words})",
             f"UEM / LEM           {100 * self.uem:6.2f} / {100 * self.lem:6.2f}",
         ]
+        lines += [f"{_TAG_NAMES[score]:<20}{100 * self.tag_accuracy(score):6.2f}  "
+                  f"({self.correct_tags.get(score, 0)}/{self.tagged[score]})"
+                  for score in TAG_SCORES if self.tag_accuracy(score) is not None]
         if breakdown:
             lines += ["", _table("Label", sorted(self.per_label.items())),
                       "", _table("Distance", [(b, self.per_distance[b]) for b in DISTANCE_BUCKETS
                                               if b in self.per_distance])]
         return "\n".join(lines)
+
+
+_TAG_NAMES = {"upos": "UPOS", "xpos": "XPOS", "ufeats": "UFeats", "feats": "FEATS (whole)"}
 
 
 def _table(title: str, rows: Sequence[tuple[str, PRF]]) -> str:
@@ -199,6 +229,7 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
         raise EvaluationError(f"{gold_name} has {len(gold_sentences)} sentences but "
                               f"{pred_name} has {len(pred_sentences)}")
     scores = Scores(punct=punct)
+    gold_has_feats = any(f is not None for sentence in gold_sentences for f in sentence.feats)
     per_label: dict[str, PRF] = {}
     per_distance: dict[str, PRF] = {}
     for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
@@ -223,6 +254,7 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
             scores.correct_labeled_universal += head_ok and universal_ok
             complete_unlabeled &= head_ok
             complete_labeled &= head_ok and label_ok
+            _count_tags(scores, gold, pred, d - 1, gold_has_feats)
             per_label.setdefault(gold_label, PRF()).gold += 1
             if pred_label is not None:
                 per_label.setdefault(pred_label, PRF()).predicted += 1
@@ -240,6 +272,24 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
     scores.per_label = per_label
     scores.per_distance = per_distance
     return scores
+
+
+def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has_feats: bool) -> None:
+    """Add word ``i`` (0-based) to the tag scores its gold values allow."""
+    pairs = [("upos", gold.upos[i], pred.upos[i]), ("xpos", gold.xpos[i], pred.xpos[i])]
+    if gold_has_feats:
+        pairs += [("ufeats", _features(gold.feats[i], True), _features(pred.feats[i], True)),
+                  ("feats", _features(gold.feats[i], False), _features(pred.feats[i], False))]
+    for score, gold_value, pred_value in pairs:
+        if gold_value is not None:
+            scores.tagged[score] = scores.tagged.get(score, 0) + 1
+            scores.correct_tags[score] = scores.correct_tags.get(score, 0) + (gold_value == pred_value)
+
+
+def _features(feats: str | None, universal: bool) -> frozenset:
+    """The features of a FEATS value as a set (only the universal ones with ``universal``)."""
+    features = frozenset(feats.split("|")) if feats else frozenset()
+    return frozenset(f for f in features if f.split("=", 1)[0] in UNIVERSAL_FEATURES) if universal else features
 
 
 def evaluate_files(gold: str | Path, pred: str | Path, *, punct: bool = True) -> Scores:

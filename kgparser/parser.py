@@ -6,9 +6,9 @@
     >>> parser.parse([[("The", "DET"), ("dog", "NOUN")]])        # (form, upos)
     >>> parser.parse("in.conllu")                                 # a CoNLL-U file
 
-A batch of sentences is encoded with one BiLSTM call; all parser states then
-advance in lock-step, every state that has a choice being scored by one MLP
-call per step.  The output is always a valid UD tree (:func:`to_valid_tree`).
+The decoding itself (batched, greedy, always a valid UD tree) is
+:mod:`kgparser.decoding`; checkpoints are read by
+:mod:`kgparser.model.checkpoint`.  Their names stay importable from here.
 
 Constraints: ``parse(..., constraints=...)`` takes hard span and arc
 constraints (:mod:`kgparser.constraints`) as a JSON-lines file path, ``"misc"``
@@ -22,427 +22,47 @@ by the decoding itself, which is the exact test, and the sentence decoded
 again without them when none does); ``on_bad_constraints="skip"`` drops
 (with a warning) the constraints of a sentence no tree satisfies instead of
 raising.  The decoder never falls back silently: a filter that allows none
-of the legal actions is a :class:`DecodingError`.
+of the legal actions is a :class:`DecodingError`, a model whose scores are
+not finite a :class:`NonFiniteScores`.
+
+Nothing is lost: sentences longer than any the model was trained on are
+parsed with one :class:`LongSentenceWarning` per call; with ``lenient=True``
+the sentences of a file that cannot be read are listed in the result's
+``skipped`` and, with ``parse_file(..., keep_skipped=True)``, written back
+unchanged in their place.
 """
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
-
 import bisect
-import math
 import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-import numpy as np
 import torch
 
 from .constraints import (ConstraintError, ConstraintFilter, Constraints, constraint_filter, constraints_for,
-                          constraints_from_misc, forced_arc_labels, read_constraints_jsonl, unsupported)
+                          constraints_from_misc, read_constraints_jsonl, unsupported)
+from .decoding import (DecodingConstraint, DecodingError, NonFiniteScores, _as_constraint,  # noqa: F401
+                       _collector_paused, decode)
 from .errors import KgparserError
 from .model import Model
-
-ROOT_LABEL = "root"
-FALLBACK_LABEL = "dep"
-CHECKPOINT_FORMAT = "kgparser-checkpoint"
-CHECKPOINT_VERSION = 1
-
-
-class CheckpointError(KgparserError):
-    """A checkpoint cannot be read."""
-
-
-class DecodingError(KgparserError):
-    """A decoding constraint allowed none of a state's legal actions;
-    ``index`` is the sentence's position in the decoded list."""
-
-    def __init__(self, index: int, problem: str, where: str | None = None):
-        super().__init__(f"{where or f'sentence {index + 1}'}: {problem}")
-        self.index, self.problem = index, problem
-
-
-class DecodingConstraint:
-    """Restricts the decoder for one sentence; subclass and override either method."""
-
-    def allowed_actions(self, state, legal_actions: list[str]) -> list[str]:
-        """The subset of ``legal_actions`` the decoder may take in ``state``."""
-        return legal_actions
-
-    def forced_label(self, head: int, dependent: int) -> str | None:
-        """The label the arc ``head -> dependent`` must carry, or None to let the model choose."""
-        return None
-
-    #: a system that builds and advances this sentence's states in place of the
-    #: model's (same actions, states of a subclass), or None
-    state_system = None
-
-    def preferred_roots(self, top: list[int]) -> list[int]:
-        """Of the words a final state attaches to the root (``top``), those that
-        should become the sentence's only root, best first (the others are then
-        attached to it by :func:`to_valid_tree`)."""
-        return []
-
-
-class _FilterConstraint(DecodingConstraint):
-    def __init__(self, function: Callable):
-        self.function = function
-
-    def allowed_actions(self, state, legal_actions):
-        return self.function(state, legal_actions)
-
-
-class _SpanArcConstraint(DecodingConstraint):
-    """:class:`~kgparser.constraints.Constraints` of one sentence as a decoding
-    constraint: the actions of its filter, its forced labels, and a root
-    choice that keeps the arc and span constraints when a final state has
-    several root dependents."""
-
-    def __init__(self, constraints, constraint_filter):
-        self.constraints = constraints
-        self.filter = constraint_filter
-        #: the satisfiability of the constraints is left to the decoder's run (see ``_decode_batch``)
-        self.unchecked = not constraint_filter.satisfiable_checked
-        if constraint_filter.follows_states:
-            # The decoder's states can carry the span bookkeeping themselves,
-            # which spares the filter's shadow state (each transition applied
-            # once), and the system filters its legal actions as it finds them.
-            # The decoder makes these objects per batch, so the system's
-            # per-word tables go with the batch.
-            self.state_system = constraint_filter.decoding_system()
-            self.forced_label = self.state_system.forced_label  # spares a call
-        else:
-            self.forced_label = constraint_filter.constrained.forced_label
-
-    def allowed_actions(self, state, legal_actions):
-        if self.state_system is None:
-            return self.filter.allowed_actions(state, legal_actions)
-        return self.state_system.allowed(state, legal_actions)
-
-    def preferred_roots(self, top):
-        """The word constrained to hang from the root, else the root dependents
-        outside every span that forbids outside dependents (attaching the other
-        root dependents to a word of such a span would break it)."""
-        required = [a.dep for a in self.constraints.arcs if a.head == 0 and a.dep in top]
-        closed = [s for s in self.constraints.spans if s.outside == "none"]
-        if not closed:
-            return required + top
-        open_top = [d for d in top if not any(s.first <= d <= s.last for s in closed)]
-        return required + open_top
-
-
-def _as_constraint(entry) -> DecodingConstraint | None:
-    if entry is None or isinstance(entry, DecodingConstraint):
-        return entry
-    if isinstance(entry, ConstraintFilter):
-        return _SpanArcConstraint(entry.constraints, entry)
-    if callable(entry):
-        return _FilterConstraint(entry)
-    raise TypeError(f"a constraint must be None, a callable or a DecodingConstraint, not {type(entry).__name__}")
-
-
-def state_rows(model: Model, state, base: int, pad: int, out: list) -> None:
-    """Append the vector rows a state reads: each feature position, its leftmost and
-    rightmost modifier; ``base`` is the sentence's first row, ``pad`` the padding row."""
-    leftmost, rightmost = state.leftmost, state.rightmost
-    for word in model.system.features(state):
-        if word < 0:
-            out += (pad, pad, pad)
-        else:
-            left, right = leftmost[word], rightmost[word]
-            out += (base + word, base + left if left >= 0 else pad, base + right if right >= 0 else pad)
-
-
-def flat_rows(model: Model, rows: list, count: int) -> torch.Tensor:
-    """Rows of :meth:`Network.project` for ``count`` states' vector rows."""
-    slots = model.n_slots
-    array = np.asarray(rows, dtype=np.int64).reshape(count, slots) * slots + np.arange(slots, dtype=np.int64)
-    return torch.from_numpy(array).to(model.device)
-
-
-def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None],
-                  prefer: Callable[[list[int]], list[int]] | None = None) -> tuple[list[int], list[str | None]]:
-    """A UD tree from whatever a final state holds: cycles are broken, exactly one
-    word hangs from the root (label ``root``), every other headless or root-attached
-    word is attached to that word (label ``dep`` unless it had one).  ``prefer``
-    maps the root-attached words to those to choose the root from first."""
-    n = len(heads) - 1
-    heads = [-1] + [h if h is not None and 0 <= h <= n and h != d else -1 for d, h in enumerate(heads) if d > 0]
-    labels = list(labels)
-    _break_cycles(heads)
-    top = [d for d in range(1, n + 1) if heads[d] == 0]
-    labeled_root = [d for d in top if labels[d] == ROOT_LABEL]
-    pending = [d for d in range(1, n + 1) if heads[d] == -1]
-    if not n:
-        return heads, labels
-    choice = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
-    root = (choice + labeled_root + top + pending)[0]
-    heads[root], labels[root] = 0, ROOT_LABEL
-    for d in range(1, n + 1):
-        if d == root:
-            continue
-        if heads[d] in (0, -1):
-            heads[d] = root
-        if labels[d] in (None, ROOT_LABEL):
-            labels[d] = FALLBACK_LABEL
-    return heads, labels
-
-
-def _break_cycles(heads: list[int]) -> None:
-    """Detach one word of every cycle (its head becomes -1)."""
-    n = len(heads) - 1
-    color = [0] * (n + 1)  # 0 unseen, 1 on the current path, 2 done
-    for start in range(1, n + 1):
-        path, d = [], start
-        while d > 0 and color[d] == 0:
-            color[d] = 1
-            path.append(d)
-            d = heads[d]
-        if d > 0 and color[d] == 1:
-            heads[d] = -1
-        for p in path:
-            color[p] = 2
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while decoding: the decoder
-    allocates many short-lived acyclic objects (states, lists) that reference
-    counting frees anyway, and the full collections they trigger cost up to a
-    sixth of the parse time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints: Sequence | None = None,
-           unsatisfiable: list | None = None) -> list[tuple[list[int], list[str | None]]]:
-    """Greedy parses (valid trees) of ``sentences``, in their order.
-
-    Constraints whose satisfiability was left to the decoder (filters made
-    with ``check_satisfiable=False``) that no tree satisfies are dropped and
-    their sentence decoded again without them: its position is appended to
-    ``unsatisfiable``, or, without that list, a :class:`ConstraintError` is raised."""
-    results: list = [None] * len(sentences)
-    order = sorted(range(len(sentences)), key=lambda i: sentences[i].n)
-    network = model.network
-    was_training = network.training
-    network.eval()
-    try:
-        with torch.no_grad(), _collector_paused():
-            for start in range(0, len(order), batch_size):
-                chosen = order[start:start + batch_size]
-                batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
-                failed: list = []
-                try:
-                    states = _decode_batch(model, [sentences[i] for i in chosen], batch_constraints, failed)
-                except DecodingError as error:
-                    raise DecodingError(chosen[error.index], error.problem) from None
-                for j in failed:
-                    if unsatisfiable is None:
-                        raise ConstraintError(f"sentence {chosen[j] + 1}: no projective tree satisfies "
-                                              f"its constraints")
-                    unsatisfiable.append(chosen[j])
-                for j, (i, state) in enumerate(zip(chosen, states)):
-                    constraint = batch_constraints[j] if batch_constraints else None
-                    results[i] = to_valid_tree(state.heads, state.labels,
-                                               constraint.preferred_roots if constraint else None)
-    finally:
-        network.train(was_training)
-    return results
-
-
-def _decode_batch(model: Model, sentences: Sequence, constraints: list | None, failed: list) -> list:
-    """Final states of a batch.  A sentence whose unchecked constraints prove
-    unsatisfiable (stuck, or a final state that misses them) is appended to
-    ``failed`` and restarts without them (``constraints`` is updated)."""
-    system, network = model.system, model.network
-    owners = [c.state_system if c is not None and c.state_system is not None else system
-              for c in constraints] if constraints else [system] * len(sentences)
-    states = _initial_states(system, sentences, owners)
-    live = [i for i, state in enumerate(states) if not system.is_final(state)]
-    if not live:
-        return states
-    inputs = model.inputs(sentences)
-    offsets, pad = inputs["offsets"], inputs["pad_row"]
-    projected = network.project(network.encode(inputs))
-    arc_actions = model.arc_actions
-    allowed_in = ([_allowed_actions_function(system, c) for c in constraints] if constraints
-                  else [system.legal_actions] * len(sentences))
-    forced_in = [_forced_labels_function(system, c) for c in constraints] if constraints else None
-    while live:
-        scored, rows, legal_sets = [], [], []
-        for i in live:
-            state = states[i]
-            legal = allowed_in[i](state)
-            if not legal:
-                _check_stuck(system, state, i, constraints)  # raises unless an unchecked set is unsatisfiable
-                _restart_without_constraints(system, sentences, i, states, owners, constraints, failed,
-                                             allowed_in, forced_in)
-                continue
-            if len(legal) == 1 and legal[0] not in arc_actions:
-                owners[i].apply(state, legal[0])
-                continue
-            scored.append(i)
-            legal_sets.append(legal)
-            state_rows(model, state, offsets[i], pad, rows)
-        if scored:
-            hidden = network.hidden(projected, flat_rows(model, rows, len(scored)))
-            choices = _best_transitions(model, hidden, [states[i] for i in scored], legal_sets,
-                                        [forced_in[i] for i in scored] if constraints else None)
-            for i, (action, label) in zip(scored, choices):
-                owners[i].apply(states[i], action, label)
-        if constraints:
-            live = [i for i in live if not system.is_final(states[i])
-                    or _restarted(system, sentences, i, states, owners, constraints, failed, allowed_in, forced_in)]
-        else:
-            live = [i for i in live if not system.is_final(states[i])]
-    return states
-
-
-def _initial_states(system, sentences: Sequence, owners: list) -> list:
-    """The initial state of each sentence from its owner; where constrained
-    systems own some, the unconstrained sentences get states of the same class
-    when the system can make them (``unconstrained_state``), which keeps the
-    decoder's attribute lookups specialized to one class."""
-    constrained = next((owner for owner in owners if owner is not system), None)
-    plain_state = getattr(constrained, "unconstrained_state", None) or system.initial_state
-    return [plain_state(s.n) if owner is system else owner.initial_state(s.n) for owner, s in zip(owners, sentences)]
-
-
-def _allowed_actions_function(system, constraint) -> Callable:
-    """``state -> the actions the decoder may take`` for one sentence: the
-    system's legal actions filtered by ``constraint``, in one call where the
-    constraint's system finds them already filtered."""
-    if constraint is None:
-        return system.legal_actions
-    if isinstance(constraint, _SpanArcConstraint) and constraint.state_system is not None:
-        return constraint.state_system.legal_actions
-    legal_actions, allowed_actions = system.legal_actions, constraint.allowed_actions
-
-    def allowed(state):
-        legal = legal_actions(state)
-        return allowed_actions(state, legal) if legal else legal
-
-    return allowed
-
-
-def _forced_labels_function(system, constraint) -> Callable | None:
-    """``(state, legal actions) -> {arc action: label the constraint forces on
-    its arc}`` or ``None`` (none forced) for one sentence, one call per state;
-    ``None`` without a constraint."""
-    if constraint is None:
-        return None
-    if isinstance(constraint, _SpanArcConstraint) and constraint.state_system is not None:
-        return constraint.state_system.forced_labels
-    return functools.partial(forced_arc_labels, constraint.forced_label, system.arc_of, system.arc_actions)
-
-
-def _check_stuck(system, state, i: int, constraints: list | None) -> None:
-    """A non-final state of sentence ``i`` where the decoder may take no
-    action: a broken system or decoding constraint raises; only unchecked
-    constraints that no tree satisfies return (the sentence then restarts)."""
-    legal = system.legal_actions(state)
-    if not legal:
-        raise RuntimeError(f"{system!r}: a non-final state has no legal action")
-    if not getattr(constraints[i], "unchecked", False):
-        raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
-
-
-def _restarted(system, sentences, i: int, states: list, owners: list, constraints: list, failed: list,
-               allowed_in: list, forced_in: list) -> bool:
-    """Whether the final state of sentence ``i`` misses its unchecked
-    constraints, which restarts the sentence without them."""
-    constraint = constraints[i]
-    if constraint is None or not getattr(constraint, "unchecked", False) \
-            or constraint.state_system.satisfied_by(states[i].heads):
-        return False
-    _restart_without_constraints(system, sentences, i, states, owners, constraints, failed, allowed_in, forced_in)
-    return True
-
-
-def _restart_without_constraints(system, sentences, i: int, states: list, owners: list, constraints: list,
-                                 failed: list, allowed_in: list, forced_in: list) -> None:
-    """Drop the constraints of sentence ``i`` (noted in ``failed``) and start it
-    again from a plain state."""
-    failed.append(i)
-    owners[i], constraints[i] = system, None
-    allowed_in[i], forced_in[i] = system.legal_actions, None
-    states[i] = system.initial_state(sentences[i].n)
-
-
-def _best_transitions(model: Model, hidden, states: list, legal_sets: list, forced_labels: list | None) -> list:
-    """The best legal (action, label) of each state.  As a labeled transition scores
-    action + label, each arc action's best label is found in torch for all states at
-    once; only the choice among a state's few legal actions is made in Python.
-    ``forced_labels``: per state, ``None`` or a function ``(state, legal actions) ->
-    {arc action: forced label} or None`` (see :func:`_forced_labels_function`)."""
-    network = model.network
-    n_labels = len(model.labels)
-    action_scores, label_scores = network.head_scores(hidden)
-    if n_labels:
-        per_action = label_scores[:, :len(model.arc_action_ids) * n_labels].view(len(states), -1, n_labels)
-        best_label_scores, best_labels = per_action.max(2)
-        action_scores = action_scores.index_add(1, model.arc_action_index, best_label_scores)
-        best_labels = best_labels.tolist()
-    totals = action_scores.tolist()
-    action_id, arc_slot, labels = model.action_id, model.arc_slot, model.labels
-    label_rows = None  # the label scores as a NumPy array, made for the first forced label
-    choices = []
-    for j, legal in enumerate(legal_sets):
-        row = totals[j]
-        forced_here = forced_labels[j](states[j], legal) if forced_labels and forced_labels[j] else None
-        best, best_label, best_score = None, None, -math.inf
-        for action in legal:
-            score = row[action_id[action]]
-            label = None
-            if action in model.arc_actions and n_labels:
-                slot = arc_slot[action]
-                label = labels[best_labels[j][slot]]
-                forced = forced_here.get(action) if forced_here else None
-                if forced is not None:
-                    known = model.label_id.get(forced)
-                    if known is not None:  # rescore with the forced label instead of the best one
-                        if label_rows is None:
-                            label_rows = label_scores.cpu().numpy()
-                        row_scores = label_rows[j]  # the difference in float32, as torch makes it
-                        score += float(row_scores[slot * n_labels + known]
-                                       - row_scores[slot * n_labels + best_labels[j][slot]])
-                    label = forced
-            if score > best_score:
-                best, best_label, best_score = action, label, score
-        choices.append((best, best_label))
-    return choices
-
-
-def load_checkpoint(path: str | Path) -> dict:
-    """The plain-data dict of a checkpoint (``torch.load(weights_only=True)``)."""
-    path = Path(path)
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint") from None
-    except Exception as exc:  # torch raises many types for corrupt files
-        raise CheckpointError(f"{path}: not a readable kgparser checkpoint ({exc.__class__.__name__}: {exc})") from None
-    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: not a kgparser checkpoint")
-    if data.get("format_version", 0) > CHECKPOINT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format {data['format_version']} is newer than this kgparser")
-    return data
-
+from .model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, load_checkpoint  # noqa: F401
+from .plaintext import is_text_format, read_tokenized
+from .tagging import TagReport, tag_for_parsing
+from .tree_repair import to_valid_tree  # noqa: F401
 
 ON_BAD_CONSTRAINTS = ("error", "skip")
 
 
 class ConstraintWarning(UserWarning):
     """A sentence's constraints were dropped, or its parse misses them."""
+
+
+class LongSentenceWarning(UserWarning):
+    """Sentences longer than the longest the model was trained on: nothing
+    in training showed it positions that far, so it may parse them worse."""
 
 
 @dataclass
@@ -527,6 +147,7 @@ class Parser:
         self.model = model
         self.batch_size = batch_size
         self.constraint_report = ConstraintReport()
+        self.tag_report = TagReport()
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
@@ -544,15 +165,25 @@ class Parser:
     def system(self):
         return self.model.system
 
-    def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False) -> list:
-        """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens.
+    def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False,
+              tags: str = "auto", input_format: str = "conllu") -> list:
+        """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens;
+        with ``input_format="text"``, a pre-tokenized text file or a list of lines
+        (one sentence per line, tokens separated by spaces: :mod:`kgparser.plaintext`).
 
         Returns Sentences with HEAD and DEPREL set (copies: inputs are left unchanged);
         every other column and comment is kept.  ``constraints``: see the module
         docstring and :meth:`decoding_constraints`; what happened to them is in
-        :attr:`constraint_report` afterwards.
+        :attr:`constraint_report` afterwards.  A path read with ``lenient=True``
+        gives a :class:`~kgparser.conllu_io.SentenceList` whose ``skipped`` lists
+        the sentences that could not be read.  ``tags``: ``auto`` (the input's tags,
+        the model's tagger where they are ``_``), ``input`` or ``predict``; predicted
+        tags are written only where the input has ``_`` (:mod:`kgparser.tagging`,
+        :attr:`tag_report` afterwards).
         """
-        sentences = self._sentences(data, lenient)
+        sentences = read_tokenized(data) if is_text_format(input_format) else self._sentences(data, lenient)
+        self._warn_long(sentences)
+        decoder_input, self.tag_report = tag_for_parsing(self.model, sentences, tags, self.batch_size)
         self.constraint_report = ConstraintReport()
         entries, unsatisfiable = None, []
         with _collector_paused():  # the constraint checks, too, make short-lived acyclic objects
@@ -560,10 +191,10 @@ class Parser:
                 entries = self.decoding_constraints(sentences, constraints, on_bad_constraints,
                                                     defer_satisfiability=True)
             try:
-                trees = decode(self.model, sentences, self.batch_size, entries, unsatisfiable)
+                trees = decode(self.model, decoder_input, self.batch_size, entries, unsatisfiable)
             except DecodingError as error:
-                raise DecodingError(error.index, error.problem,
-                                    describe_sentence(sentences[error.index], error.index)) from None
+                raise type(error)(error.index, error.problem,
+                                  describe_sentence(sentences[error.index], error.index)) from None
         for index in sorted(unsatisfiable):
             self._drop_unsatisfiable(sentences[index], index, entries, on_bad_constraints)
         for index, (sentence, (heads, labels)) in enumerate(zip(sentences, trees)):
@@ -571,6 +202,19 @@ class Parser:
             if entries is not None:
                 self._verify(sentence, index, entries[index], heads, labels)
         return sentences
+
+    def _warn_long(self, sentences: Sequence) -> None:
+        """One :class:`LongSentenceWarning` for the sentences longer than the
+        longest training sentence (unknown for checkpoints from before it was
+        recorded, which are never warned about)."""
+        longest = self.model.max_train_length
+        if longest is None:
+            return
+        lengths = [s.n for s in sentences if s.n > longest]
+        if lengths:
+            warnings.warn(f"{len(lengths)} sentence(s) are longer than the longest training sentence "
+                          f"({longest} words), the longest {max(lengths)} words: the model may parse them "
+                          f"worse", LongSentenceWarning, stacklevel=3)
 
     def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error", *,
                              defer_satisfiability: bool = False) -> list:
@@ -649,19 +293,25 @@ class Parser:
         from .conllu_io import Sentence, read_conllu, sentences_from_tokens
 
         if isinstance(data, (str, os.PathLike)):
-            return list(read_conllu(data, lenient=lenient, require_tree=False))
+            return read_conllu(data, lenient=lenient, require_tree=False)
         items = list(data)
         if all(isinstance(s, Sentence) for s in items):
             return [s.copy() for s in items]
         return sentences_from_tokens(items)
 
-    def parse_file(self, source: str | Path, target, **options) -> list:
+    def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, **options) -> list:
         """Parse a CoNLL-U file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
-        open text file) and return the parsed sentences; ``options`` are
-        :meth:`parse`'s (``constraints``, ``on_bad_constraints``, ``lenient``).
-        Nothing is written when parsing fails."""
+        open text file) and return the parsed sentences (with ``skipped``, see
+        :meth:`parse`); ``options`` are :meth:`parse`'s (``constraints``,
+        ``on_bad_constraints``, ``lenient``, ``tags``, ``input_format``).  ``keep_skipped`` reads leniently
+        and writes each sentence that cannot be read back unchanged in its place,
+        so that the output has as many sentences as the input (without it, a
+        lenient parse leaves them out).  Nothing is written when parsing fails,
+        e.g. on a truncated ``.gz`` file, whose sentences read before the damage
+        are not written as if they were the whole file."""
         from .conllu_io import write_conllu
 
+        options["lenient"] = options.get("lenient", False) or keep_skipped
         sentences = self.parse(source, **options)
-        write_conllu(sentences, target)
+        write_conllu(sentences.with_skipped() if keep_skipped else sentences, target)
         return sentences

@@ -63,28 +63,59 @@ class Vocab:
 
 
 class Vocabularies:
-    """Everything the model maps to indices: words, tags, characters, labels."""
+    """Everything the model maps to indices: words, tags, characters, labels, and the
+    classes of every column the joint tagger predicts (``tag_columns``: column name ->
+    Vocab; empty without a tagger, and absent from older checkpoints)."""
 
-    def __init__(self, words: Vocab, tags: Vocab, chars: Vocab, labels: Vocab):
+    def __init__(self, words: Vocab, tags: Vocab, chars: Vocab, labels: Vocab,
+                 tag_columns: dict[str, Vocab] | None = None):
         self.words, self.tags, self.chars, self.labels = words, tags, chars, labels
+        self.tag_columns = dict(tag_columns or {})
 
     @classmethod
-    def from_sentences(cls, sentences, pos: str = "upos", normalize_words: bool = False) -> "Vocabularies":
+    def from_sentences(cls, sentences, pos: str = "upos", normalize_words: bool = False,
+                       tag_columns: Sequence[str] = ()) -> "Vocabularies":
         """Vocabularies of a training set; ``normalize_words``: the word vocabulary holds
-        normalized forms (:func:`normalize_form`), the character vocabulary the forms' own."""
+        normalized forms (:func:`normalize_form`), the character vocabulary the forms' own.
+        ``tag_columns``: the columns to predict; one the data never fills gets no vocabulary."""
         forms = [f for s in sentences for f in s.forms]
         tags = [t for s in sentences for t in getattr(s, pos) if t is not None]
         labels = [d for s in sentences for d in s.deprels[1:] if d is not None]
+        columns = {column: _column_vocab(sentences, column) for column in tag_columns}
         return cls(
             Vocab.build(map(normalize_form, forms) if normalize_words else forms),
             Vocab.build(tags),
             Vocab.build((c for f in forms for c in f), specials=(PAD, UNK, ROOT_TOKEN)),
             Vocab.build(labels, specials=()),
+            {column: vocab for column, vocab in columns.items() if len(vocab) > len(vocab.specials)},
         )
 
     def to_data(self) -> dict:
-        return {name: getattr(self, name).to_data() for name in ("words", "tags", "chars", "labels")}
+        data = {name: getattr(self, name).to_data() for name in ("words", "tags", "chars", "labels")}
+        if self.tag_columns:  # checkpoints without a tagger stay as they were
+            data["tag_columns"] = {column: vocab.to_data() for column, vocab in self.tag_columns.items()}
+        return data
 
     @classmethod
     def from_data(cls, data: dict) -> "Vocabularies":
-        return cls(*(Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels")))
+        columns = {column: Vocab.from_data(d) for column, d in data.get("tag_columns", {}).items()}
+        return cls(*(Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels")), columns)
+
+
+#: FEATS of a word without features: in UD an empty set, written ``_``
+EMPTY_FEATS = "_"
+
+
+def column_values(sentence, column: str) -> list:
+    """Word ``column`` values of a sentence as the tagger learns them: UPOS and XPOS
+    with None for ``_`` (unknown), FEATS with ``_`` kept as a class (no features)."""
+    values = getattr(sentence, column)
+    return [v or EMPTY_FEATS for v in values] if column == "feats" else values
+
+
+def _column_vocab(sentences, column: str) -> Vocab:
+    """Classes of one predicted column; FEATS only if some training word has features
+    (a treebank without FEATS would otherwise teach the tagger that every word has none)."""
+    if column == "feats" and not any(f for s in sentences for f in s.feats):
+        return Vocab.build(())
+    return Vocab.build(t for s in sentences for t in column_values(s, column) if t is not None)

@@ -38,7 +38,7 @@ def assert_valid_tree(sentence):
 
 def test_parses_forms_pairs_sentences_and_files(checkpoint, tmp_path):
     parser = Parser.load(checkpoint)
-    forms = parser.parse([["w1", "w2", "w3"], ["zzz-unknown", "w4"]])
+    forms = parser.parse([["w1", "w2", "w3"], ["zzz-unknown", "w4"]], tags="input")  # a gold-tag model
     pairs = parser.parse([[("w1", "A"), ("w2", "UNSEEN-TAG"), ("w3", "C")]])
     assert [s.n for s in forms] == [3, 2] and pairs[0].upos == ["A", "UNSEEN-TAG", "C"]
     for sentence in forms + pairs:
@@ -64,11 +64,11 @@ def test_long_sentences_empty_input_and_batching(checkpoint):
     parser = Parser.load(checkpoint, batch_size=3)
     assert parser.parse([]) == []
     long = [f"w{i % 10}" for i in range(150)]
-    sentences = parser.parse([long, ["w1"], long[:7], ["w2", "w3"], long[:40]])
+    sentences = parser.parse([long, ["w1"], long[:7], ["w2", "w3"], long[:40]], tags="input")  # untagged
     assert [s.n for s in sentences] == [150, 1, 7, 2, 40]
     for sentence in sentences:
         assert_valid_tree(sentence)
-    one_by_one = [Parser.load(checkpoint, batch_size=1).parse([s.forms])[0].heads for s in sentences]
+    one_by_one = [Parser.load(checkpoint, batch_size=1).parse([s.forms], tags="input")[0].heads for s in sentences]
     assert one_by_one == [s.heads for s in sentences]
 
 
@@ -85,14 +85,15 @@ class RightBranching(DecodingConstraint):
 def test_constraint_hook_filters_actions_and_forces_labels(checkpoint):
     parser = Parser.load(checkpoint)
     tokens = [["w1", "w2", "w3", "w4"], ["w5", "w6", "w7"]]
-    parsed = parser.parse(tokens, constraints=[RightBranching(), None])
+    parsed = parser.parse(tokens, constraints=[RightBranching(), None], tags="input")
     assert parsed[0].heads == [-1, 0, 1, 2, 3]
     assert parsed[0].deprels[2:] == ["forced-label"] * 3
-    only_shift_right = parser.parse(tokens, constraints=[lambda state, legal: [a for a in legal if a != "left"]] * 2)
+    only_shift_right = parser.parse(tokens, constraints=[lambda state, legal: [a for a in legal if a != "left"]] * 2,
+                                    tags="input")
     for sentence in only_shift_right:
         assert all(sentence.heads[d] < d for d in range(1, sentence.n + 1))
     with pytest.raises(ValueError):
-        parser.parse(tokens, constraints=[None])
+        parser.parse(tokens, constraints=[None], tags="input")
 
 
 def test_bad_checkpoints_are_reported(tmp_path):

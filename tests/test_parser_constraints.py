@@ -86,20 +86,21 @@ def test_output_meets_random_consistent_constraints(eager_end):
     sentences = [[f"w{rng.randint(0, 9)}" for _ in range(rng.randint(1, 14))] for _ in range(60)]
     constraints = [random_constraints(len(s), rng) for s in sentences]
     assert sum(len(c.arcs) for c in constraints) > 100 and sum(len(c.spans) for c in constraints) > 30
-    parsed = parser.parse(sentences, constraints=constraints)
+    parsed = parser.parse(sentences, constraints=constraints, tags="input")
     for sentence, c in zip(parsed, constraints):
         assert not unmet(c, sentence), (sentence.forms, c, sentence.heads, sentence.deprels)
         assert sum(sentence.heads[d] == 0 for d in range(1, sentence.n + 1)) == 1
     report = parser.constraint_report
     assert report.constrained == sum(bool(c) for c in constraints) and not report.skipped and not report.violated
-    free = parser.parse(sentences)
+    free = parser.parse(sentences, tags="input")
     assert sum(bool(unmet(c, s)) for c, s in zip(constraints, free)) > 20  # the constraints do change parses
 
 
 def test_forced_root_of_an_imperative(eager_end):
     parser = Parser.load(eager_end)
     tokens = [["w1", "w2", "w3", "w4", "w5"]] * 2
-    parsed = parser.parse(tokens, constraints=[{"arcs": [[0, 1, "root"]]}, {"arcs": [[0, 4, "root"], [4, 2, "obj"]]}])
+    parsed = parser.parse(tokens, constraints=[{"arcs": [[0, 1, "root"]]}, {"arcs": [[0, 4, "root"], [4, 2, "obj"]]}],
+                          tags="input")
     assert parsed[0].heads[1] == 0 and parsed[0].deprels[1] == "root"
     assert parsed[1].heads[4] == 0 and parsed[1].heads[2] == 4 and parsed[1].deprels[2] == "obj"
 
@@ -119,7 +120,7 @@ def test_root_choice_keeps_the_constraints(eager_end):
 
 def test_filter_objects_force_labels_at_decode_level(eager_end):
     parser = Parser.load(eager_end)
-    sentences = parser.parse([["w1", "w2", "w3", "w4"]])
+    sentences = parser.parse([["w1", "w2", "w3", "w4"]], tags="input")  # a gold-tag model, no tags
     c = Constraints([(3, 1, "label-not-in-model"), (0, 3, "root")])
     heads, labels = decode(parser.model, sentences, constraints=[constraint_filter(parser.system, c, 4)])[0]
     assert heads[1] == 3 and labels[1] == "label-not-in-model" and heads[3] == 0
@@ -154,16 +155,16 @@ def test_unsatisfiable_sets_found_while_decoding(eager_end):
     unsatisfiable = {"arcs": [[3, 1], [2, 3]]}
     Constraints(unsatisfiable["arcs"]).check_structure(3)
     with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
-        parser.parse(tokens, constraints=[None, {"arcs": [[0, 2]]}, unsatisfiable])
+        parser.parse(tokens, constraints=[None, {"arcs": [[0, 2]]}, unsatisfiable], tags="input")
     sentences = Parser._sentences(tokens, lenient=False)
     with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
         parser.decoding_constraints(sentences, [None, None, unsatisfiable])
     with pytest.warns(ConstraintWarning, match="sentence 3: .*no projective tree"):
         parsed = parser.parse(tokens, constraints=[{"arcs": [[0, 1]]}, None, unsatisfiable],
-                              on_bad_constraints="skip")
+                              on_bad_constraints="skip", tags="input")
     report = parser.constraint_report
     assert report.skipped_sentences == [2] and report.constrained == 1 and not report.violated
-    assert parsed[0].heads[1] == 0 and parsed[2].heads == parser.parse(tokens)[2].heads
+    assert parsed[0].heads[1] == 0 and parsed[2].heads == parser.parse(tokens, tags="input")[2].heads
     filters = parser.decoding_constraints(sentences, [None, None, unsatisfiable], defer_satisfiability=True)
     with pytest.raises(ConstraintError, match="sentence 3: no projective tree"):
         decode(parser.model, sentences, constraints=filters)
@@ -173,8 +174,8 @@ def test_unsupported_systems_are_refused(hybrid):
     parser = Parser.load(hybrid)
     tokens = [["w1", "w2", "w3"]]
     with pytest.raises(ConstraintError, match="span constraints need arc-eager with root='end'"):
-        parser.parse(tokens, constraints=[{"spans": [[1, 2]]}], on_bad_constraints="skip")
-    parsed = parser.parse(tokens, constraints=[{"arcs": [[3, 1, "obj"], [0, 3]]}])
+        parser.parse(tokens, constraints=[{"spans": [[1, 2]]}], on_bad_constraints="skip", tags="input")
+    parsed = parser.parse(tokens, constraints=[{"arcs": [[3, 1, "obj"], [0, 3]]}], tags="input")
     assert parsed[0].heads[1] == 3 and parsed[0].deprels[1] == "obj" and parsed[0].heads[3] == 0
 
 
@@ -186,7 +187,7 @@ class NothingAllowed(DecodingConstraint):
 def test_an_empty_filter_is_an_error_not_a_fallback(eager_end):
     parser = Parser.load(eager_end)
     with pytest.raises(DecodingError, match="sentence 2.*allows none of the legal actions"):
-        parser.parse([["w1"], ["w2", "w3"]], constraints=[None, NothingAllowed()])
+        parser.parse([["w1"], ["w2", "w3"]], constraints=[None, NothingAllowed()], tags="input")
 
 
 MISC_TEXT = """# sent_id = a

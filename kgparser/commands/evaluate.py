@@ -1,4 +1,4 @@
-"""Score a predicted CoNLL-U file against gold trees (UAS, LAS, universal LAS),
+"""Score a predicted CoNLL-U file against gold trees and tags (UAS, LAS, universal LAS, UPOS, XPOS, UFeats),
 optionally against a second prediction with a paired significance test."""
 from __future__ import annotations
 

@@ -1,18 +1,33 @@
-"""Parse a CoNLL-U file with a trained model (keeps every other column and line)."""
+"""Parse a CoNLL-U or pre-tokenized text file with a trained model (keeps every other column and line)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="CoNLL-U file to parse (HEAD/DEPREL are replaced)")
+    parser.add_argument("input", help="CoNLL-U file to parse (HEAD/DEPREL are replaced; '-' for stdin)")
+    parser.add_argument("--input-format", choices=("conllu", "text"), default="conllu",
+                        help="conllu (default), or text: one pre-tokenized sentence per line, tokens separated "
+                             "by spaces (written out as CoNLL-U with # sent_id and # text)")
+    parser.add_argument("--tags", choices=("auto", "input", "predict"), default="auto",
+                        help="auto (default): use the input's UPOS/XPOS/FEATS where given, the model's tagger "
+                             "where they are '_'; input: only the input's; predict: the parser reads the tagger's "
+                             "tags everywhere. Predicted tags are written only where the input has '_'")
     parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
-    parser.add_argument("--lenient", action="store_true", help="skip sentences that cannot be read")
+    parser.add_argument("--lenient", action="store_true",
+                        help="skip sentences that cannot be read (counted on stderr; they are missing from the "
+                             "output unless --keep-skipped). A file that cannot be read to its end, such as a "
+                             "truncated .gz, is still an error")
+    parser.add_argument("--keep-skipped", action="store_true",
+                        help="implies --lenient; write each sentence that cannot be read back unchanged in its "
+                             "place, so that the output has as many sentences as the input")
     parser.add_argument("--constraints", default=None, metavar="FILE.jsonl|misc",
                         help="hard span/arc constraints: a JSON-lines file (one object per sentence, "
                              "by sent_id or index) or 'misc' to read Head=/HeadLabel=/Span= from the MISC column")
@@ -30,16 +45,47 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import KgparserError
 
         raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
-    parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
-    started = time.perf_counter()
-    sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout, lenient=args.lenient,
-                                  constraints=args.constraints, on_bad_constraints=args.on_bad_constraints)
-    seconds = time.perf_counter() - started
+    with _one_line_warnings():
+        parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
+        started = time.perf_counter()
+        sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout,
+                                      lenient=args.lenient, keep_skipped=args.keep_skipped,
+                                      constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
+                                      tags=args.tags, input_format=args.input_format)
+        seconds = time.perf_counter() - started
     words = sum(s.n for s in sentences)
     print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "
           f"({words / seconds if seconds else 0:.0f} words/s)", file=sys.stderr)
+    _report_skipped(sentences.skipped, args.keep_skipped)
+    if any(parser.tag_report.missing.values()):
+        print(parser.tag_report.summary(), file=sys.stderr)
     if args.constraints is not None:
         report = parser.constraint_report
         print(f"constraints: {report.constrained} sentences constrained, {len(report.skipped)} dropped, "
               f"{len(report.violated)} outputs missing a constraint", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _one_line_warnings():
+    """Show warnings as ``kgparser parse: warning: MESSAGE``, one line on stderr,
+    instead of Python's two lines naming the source line that warned.  Only
+    the format changes: whoever records warnings (``warnings.catch_warnings``,
+    pytest) still gets them."""
+    original = warnings.formatwarning
+    warnings.formatwarning = lambda message, *rest, **options: f"kgparser parse: warning: {message}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
+
+
+def _report_skipped(skipped: list, kept: bool) -> None:
+    """Say how many sentences a lenient read skipped, the first one's place
+    and cause, and where they went."""
+    if not skipped:
+        return
+    where = ("written back unchanged in their place" if kept
+             else "missing from the output (--keep-skipped writes them back unchanged)")
+    print(f"kgparser parse: warning: skipped {len(skipped)} sentence(s) that cannot be read, {where}; "
+          f"the first: {skipped[0]}", file=sys.stderr)

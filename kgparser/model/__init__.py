@@ -12,10 +12,12 @@ import numpy as np
 import torch
 
 from ..config import Config, config_from_saved
+from ..errors import KgparserError
 from ..transitions import get_system
 from ..vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 from .embeddings import lookup_id
 from .network import SLOTS_PER_POSITION, Network
+from .tagger import TAG_CLASS_OFFSET
 
 __all__ = ["Model", "Network", "SLOTS_PER_POSITION"]
 
@@ -40,9 +42,11 @@ class Model:
         self.n_slots = self.n_positions * SLOTS_PER_POSITION
         n_arc = sum(1 for a, label in self.transitions if label is not None)
         cfg = config.model
+        self.tag_columns = _checked_tag_columns(config, vocabs)
         self.network = Network(cfg, n_words=len(vocabs.words), n_tags=len(vocabs.tags), n_chars=len(vocabs.chars),
                                n_ext=len(self.ext_words) + 2 if self.ext_words else 0, ext_dim=self.ext_dim,
-                               n_positions=self.n_positions, n_actions=len(self.actions), n_arc_transitions=n_arc)
+                               n_positions=self.n_positions, n_actions=len(self.actions), n_arc_transitions=n_arc,
+                               tag_classes={c: len(vocabs.tag_columns[c]) - TAG_CLASS_OFFSET for c in self.tag_columns})
         action_id = {a: i for i, a in enumerate(self.actions)}
         label_cols, next_label = [], 0
         for action, label in self.transitions:
@@ -62,6 +66,9 @@ class Model:
         self.arc_action_index = torch.tensor(self.arc_action_ids, dtype=torch.int64)
         self.word_counts = np.array(vocabs.words.counts, dtype=np.float64)
         self.device = torch.device("cpu")
+        #: words in the longest training sentence (set by training; None when unknown),
+        #: saved so that the parser can warn about longer input
+        self.max_train_length: int | None = None
 
     def _inventory(self) -> tuple[list[tuple[str, str | None]], dict[str, tuple[int, int]]]:
         """Labeled transitions in a fixed order: each arc action once per label."""
@@ -85,12 +92,15 @@ class Model:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def inputs(self, sentences: Sequence, rng: np.random.Generator | None = None) -> dict:
+    def inputs(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True) -> dict:
         """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
         row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
         With ``rng``, word dropout
         replaces a word seen ``c`` times in training by UNK with probability a/(c+a), and
-        tag dropout a tag with probability ``pos_dropout``."""
+        tag dropout a tag with probability ``pos_dropout``.  A model that reads its own
+        predicted tags (``model.tag_input: predicted`` or ``soft``) reads instead the
+        sentences' tags where they are known tags and ``given_tags`` is true (at parse
+        time: the user's tags), and predicts the others (in training: all)."""
         cfg = self.config.model
         width = max(s.n for s in sentences) + 1
         batch = len(sentences)
@@ -123,6 +133,7 @@ class Model:
             reverse[i, :size] = reverse[i, size - 1::-1]
         device = self.device
         out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
+               "tag_given": torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
                "reverse": torch.from_numpy(reverse).to(device),
                "token_rows": torch.from_numpy(token_rows).to(device),
                "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
@@ -169,6 +180,7 @@ class Model:
             "actions": self.actions,
             "transitions": [[a, label] for a, label in self.transitions],
             "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
+            "max_train_length": self.max_train_length,
         }
 
     @classmethod
@@ -179,6 +191,23 @@ class Model:
                 [[a, label] for a, label in model.transitions] != [list(t) for t in data["transitions"]]:
             raise ValueError("the checkpoint's action inventory differs from the transition system's")
         model.network.load_state_dict(data["weights"])
+        model.max_train_length = data.get("max_train_length")  # absent from older checkpoints
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model
+
+
+def _checked_tag_columns(config: Config, vocabs: Vocabularies) -> list[str]:
+    """The columns the tagger predicts: those configured that the training data
+    has.  A model that reads its predicted tags needs a tagger for its tag column,
+    whose classes must be the tag embedding's (see :mod:`kgparser.model.tagger`)."""
+    cfg = config.model
+    columns = [c for c in cfg.tagger.columns() if c in vocabs.tag_columns]
+    if cfg.tag_input in ("predicted", "soft"):
+        if cfg.pos not in columns:
+            raise KgparserError(f"model.tag_input: {cfg.tag_input}: the training data has no {cfg.pos.upper()} "
+                                f"for the tagger to learn")
+        if vocabs.tag_columns[cfg.pos].items != vocabs.tags.items:
+            raise KgparserError(f"model.tag_input: {cfg.tag_input}: the tagger's {cfg.pos.upper()} classes "
+                                f"differ from the tag embedding's")
+    return columns

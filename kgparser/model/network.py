@@ -17,6 +17,18 @@ and sums them (:meth:`Network.hidden`).
 The spec's scorer is one hidden layer shared by the unlabeled-action head and
 the labeled head; ``model.separate_label_mlp`` gives the labeled head its own
 hidden layer, as the BIST and UUParser code do.
+
+Joint tagging (``model.tagger``, :mod:`kgparser.model.tagger`): softmax heads on
+the shared BiLSTM.  A tagger must not read the tags it predicts, so with
+``model.tag_input: predicted`` (or ``soft``) the model is hierarchical: the
+first BiLSTM layer reads words and characters only, the tagger reads that
+layer, and the layers above read its output together with the embedding of
+the tagger's best tag (``soft``: the tag embeddings weighted by the tagger's
+probabilities, which lets the parser's loss reach the tagger), in the spirit
+of the joint many-task model of Hashimoto et al. (2017, EMNLP, section 2).
+This costs no second BiLSTM, and the parser still gets tag information
+without gold tags.  With ``gold`` or ``none`` the tagger reads the top layer
+(UDPipe 2's design, where the parser reads no tags at all).
 """
 from __future__ import annotations
 
@@ -28,13 +40,16 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..config import ModelConfig
+from .tagger import TAG_CLASS_OFFSET, TagHeads
 
 SLOTS_PER_POSITION = 3  # the position itself, its leftmost and its rightmost modifier
 
 
 class Network(nn.Module):
     def __init__(self, cfg: ModelConfig, *, n_words: int, n_tags: int, n_chars: int, n_ext: int,
-                 ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int):
+                 ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int,
+                 tag_classes: dict[str, int] | None = None):
+        """``tag_classes``: number of classes of each column the tagger predicts (none: no tagger)."""
         super().__init__()
         self.n_slots = n_positions * SLOTS_PER_POSITION
         # with a separate label MLP the two hidden layers are computed as one of twice
@@ -44,8 +59,12 @@ class Network(nn.Module):
         in_dim = 0
         self.word_emb = nn.Embedding(n_words, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
         in_dim += cfg.word_dim
-        self.tag_emb = nn.Embedding(n_tags, cfg.pos_dim, padding_idx=0) if cfg.pos_dim else None
-        in_dim += cfg.pos_dim
+        #: the tagger reads the first layer, whose output the upper layers read with its tags
+        self.hierarchical = cfg.tag_input in ("predicted", "soft")
+        self.soft_tags, self.pos_column = cfg.tag_input == "soft", cfg.pos
+        tag_dim = cfg.pos_dim if cfg.tag_input != "none" else 0
+        self.tag_emb = nn.Embedding(n_tags, tag_dim, padding_idx=0) if tag_dim else None
+        in_dim += 0 if self.hierarchical else tag_dim
         self.ext_emb = nn.Embedding(n_ext, ext_dim, padding_idx=0) if n_ext else None
         in_dim += ext_dim if n_ext else 0
         if cfg.char_dim:
@@ -60,7 +79,8 @@ class Network(nn.Module):
         self.forward_lstms = nn.ModuleList()
         self.backward_lstms = nn.ModuleList()
         for layer in range(cfg.lstm_layers):
-            size = in_dim if layer == 0 else 2 * cfg.lstm_hidden
+            tags_here = tag_dim if self.hierarchical and layer == 1 else 0  # the predicted tags join layer 2
+            size = in_dim if layer == 0 else 2 * cfg.lstm_hidden + tags_here
             self.forward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
             self.backward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
         self.input_dropout, self.lstm_dropout = cfg.input_dropout, cfg.lstm_dropout
@@ -72,6 +92,8 @@ class Network(nn.Module):
         self.b1 = nn.Parameter(torch.empty(self.mlp_hidden).uniform_(-bound, bound))
         self.action_out = nn.Linear(cfg.mlp_hidden, n_actions)
         self.label_out = nn.Linear(cfg.mlp_hidden, max(n_arc_transitions, 1))
+        # made last, so that a model without a tagger draws its initial weights as before
+        self.taggers = TagHeads(dim, tag_classes, cfg.tagger.hidden) if tag_classes else None
 
     def set_pretrained(self, vectors: torch.Tensor, freeze: bool) -> None:
         """Initialise the pretrained table (rows 0 and 1, padding and unknown, stay zero)."""
@@ -90,28 +112,73 @@ class Network(nn.Module):
     def encode(self, inputs: dict) -> torch.Tensor:
         """BiLSTM vectors ``[tokens + 1, dim]`` of every token (ROOT included) of every
         sentence, concatenated; the last row is the padding vector."""
+        return self.encode_all(inputs, with_tags=False)[0]
+
+    def encode_all(self, inputs: dict, with_tags: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """:meth:`encode`'s vectors and, ``with_tags``, the tagger's scores of every token
+        row (:meth:`tag_scores`; an empty dict without a tagger)."""
+        lower = self._lower_layers(inputs)
+        upper = self._upper_layers(lower, inputs) if self.hierarchical else lower
+        rows = inputs["token_rows"]
+        vectors = torch.cat([_token_rows(upper, rows), self.pad.unsqueeze(0)])
+        scores = self.tag_scores(inputs, lower) if with_tags and self.taggers is not None else {}
+        return vectors, scores
+
+    def tag_scores(self, inputs: dict, lower: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Scores ``[tokens, classes]`` of each predicted column for every token row (ROOT
+        included, as :meth:`encode`'s rows); of a hierarchical model only the first
+        BiLSTM layer runs.  ``lower``: that layer's output when already computed."""
+        if lower is None:
+            lower = self._lower_layers(inputs)
+        return self.taggers(_token_rows(lower, inputs["token_rows"]))
+
+    def _lower_layers(self, inputs: dict) -> torch.Tensor:
+        """The padded output of the BiLSTM layers the tagger reads: the first of a
+        hierarchical model, else all."""
+        stop = 1 if self.hierarchical else len(self.forward_lstms)
+        return self._bilstm(self._input_vectors(inputs), inputs["reverse"], 0, stop)
+
+    def _upper_layers(self, lower: torch.Tensor, inputs: dict) -> torch.Tensor:
+        """The layers above the first of a hierarchical model, reading the first
+        layer's output with the vectors of the tags the tagger predicts for it."""
+        scores = self.taggers.heads[self.pos_column](lower)
+        tags = self._tag_vectors(scores, inputs)
+        return self._bilstm(torch.cat([lower, tags], dim=2), inputs["reverse"], 1, len(self.forward_lstms))
+
+    def _tag_vectors(self, scores: torch.Tensor, inputs: dict) -> torch.Tensor:
+        """Tag embeddings of a padded batch: of the given tags where ``tag_given``
+        (ROOT, and the input's own tags at parse time), elsewhere of the best
+        predicted tag (``soft``: the embeddings weighted by the predicted
+        probabilities, which is differentiable)."""
+        table = self.tag_emb.weight[TAG_CLASS_OFFSET:]  # class c is tag id c + offset
+        if self.soft_tags:
+            predicted = torch.softmax(scores, dim=2) @ table
+        else:
+            predicted = nn.functional.embedding(scores.argmax(2), table)
+        return torch.where(inputs["tag_given"].unsqueeze(2), self.tag_emb(inputs["tags"]), predicted)
+
+    def _input_vectors(self, inputs: dict) -> torch.Tensor:
+        """What the first BiLSTM layer reads for each padded position: word, tag (not in
+        a hierarchical model), pretrained and character vectors, concatenated."""
         parts = []
         if self.word_emb is not None:
             parts.append(self.word_emb(inputs["words"]))
-        if self.tag_emb is not None:
+        if self.tag_emb is not None and not self.hierarchical:
             parts.append(self.tag_emb(inputs["tags"]))
         if self.ext_emb is not None:
             parts.append(self.ext_emb(inputs["ext"]))
         if self.char_lstm is not None:
             parts.append(self._char_vectors(inputs["chars"], inputs["char_lengths"])[inputs["char_index"]])
-        x = torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]
-        out = self._bilstm(x, inputs["reverse"])
-        # only the real tokens, sentence after sentence (see Model.inputs for the offsets)
-        tokens = out.reshape(-1, out.shape[2]).index_select(0, inputs["token_rows"])
-        return torch.cat([tokens, self.pad.unsqueeze(0)])
+        return torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]
 
-    def _bilstm(self, x: torch.Tensor, reverse: torch.Tensor) -> torch.Tensor:
-        """Stacked BiLSTM over a right-padded batch.  The backward LSTMs read each
+    def _bilstm(self, x: torch.Tensor, reverse: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """BiLSTM layers ``start`` to ``stop - 1`` over a right-padded batch.  The backward LSTMs read each
         sentence reversed in place (``reverse`` maps position to mirrored position
         within the sentence), so padding never precedes a real token; unlike packed
         sequences this keeps CPU training on the fused LSTM kernels (about 2x faster)."""
         index = reverse.unsqueeze(2)
-        for layer, (forward, backward) in enumerate(zip(self.forward_lstms, self.backward_lstms)):
+        for layer in range(start, stop):
+            forward, backward = self.forward_lstms[layer], self.backward_lstms[layer]
             rate = self.lstm_dropout if layer else self.input_dropout
             if rate and self.training:
                 x = nn.functional.dropout(x, rate)
@@ -163,3 +230,9 @@ class Network(nn.Module):
         actions, labels = self.head_scores(hidden)
         labels = torch.cat([labels, labels.new_zeros(labels.shape[0], 1)], dim=1)
         return actions.index_select(1, transition_action) + labels.index_select(1, transition_label)
+
+
+def _token_rows(padded: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The real tokens of a padded batch ``[batch, width, dim]``, sentence after
+    sentence (``rows``: their flat positions, see ``Model.inputs``)."""
+    return padded.reshape(-1, padded.shape[2]).index_select(0, rows)

@@ -24,7 +24,8 @@ from ..atomic import os_error_message, remove_stale_temporaries
 from ..errors import KgparserError
 from ..locking import training_lock
 from ..model import Model
-from ..parser import decode, load_checkpoint
+from ..model.tagger import TAG_COLUMNS
+from ..parser import load_checkpoint
 from ..vocab import Vocabularies
 from . import distributed
 from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
@@ -75,7 +76,8 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
 def build_model(config: Config, train_sentences) -> Model:
     """Vocabularies from the training data, pretrained vectors if configured, fresh weights."""
     vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
-                                         normalize_words=config.model.normalize_words)
+                                         normalize_words=config.model.normalize_words,
+                                         tag_columns=config.model.tagger.columns())
     pre = config.model.pretrained
     if pre.path:
         from ..model.embeddings import read_vectors
@@ -97,13 +99,13 @@ def _setup_torch(config: Config) -> None:
 
 
 def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
+    """UAS and LAS, and the accuracy of each column the model's tagger predicts, with
+    those columns removed from the input first (as users' text comes)."""
     from ..evaluation import evaluate
+    from ..tagging import parse_untagged
 
-    predicted = [s.copy() for s in sentences]
-    for sentence, (heads, labels) in zip(predicted, decode(model, sentences, batch_size)):
-        sentence.set_tree(heads, labels)
-    scores = evaluate(sentences, predicted)
-    return {"uas": scores.uas, "las": scores.las}
+    scores = evaluate(sentences, parse_untagged(model, sentences, batch_size))
+    return {"uas": scores.uas, "las": scores.las, **{c: scores.tag_accuracy(c) for c in model.tag_columns}}
 
 
 def _check_resumable(saved: dict, config: Config, path: Path) -> None:
@@ -207,12 +209,13 @@ def _train_locked(config: Config, out: Path, resume: bool, log, world: World) ->
                            "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
                            "train/oracle_fallbacks": record["oracle_fallbacks"],
                            "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
-                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las")}, epoch + 1)
+                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las"),
+                           **{f"dev/{c}": record.get(f"dev_{c}") for c in TAG_COLUMNS}}, epoch + 1)
             log(_epoch_line(record))
         test = _test_scores(config, out) if world.main else None
         if test:
             metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
-                           "best_epoch": best_epoch})
+                           **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
             log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
         board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
                                                   "hparam/test_las": test["las"] if test else None})
@@ -242,6 +245,7 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
                 f"the data order differs from an uninterrupted run from here on")
     else:
         model = build_model(config, train_sentences)
+    model.max_train_length = max((s.n for s in train_sentences), default=None)
     model.to(config.device)
     if world.distributed:
         distributed.broadcast_parameters(model.network.parameters())
@@ -314,6 +318,7 @@ def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict
         if dev_sentences:
             started = time.perf_counter()
             dev = _scores(model, dev_sentences)
+            record.update({f"dev_{column}": dev[column] for column in model.tag_columns})
             record.update(dev_uas=dev["uas"], dev_las=dev["las"],
                           parse_tokens_per_second=sum(s.n for s in dev_sentences) / (time.perf_counter() - started))
         metrics.write(record)
@@ -398,6 +403,8 @@ def _epoch_line(record: dict) -> str:
         line += f" ({100 * record['oracle_fallbacks']:.2f}% of calls approximated)"
     if "dev_las" in record:
         line += f"; dev UAS {100 * record['dev_uas']:.2f} LAS {100 * record['dev_las']:.2f}"
+        line += "".join(f" {c.upper()} {100 * record[f'dev_{c}']:.2f}" for c in TAG_COLUMNS
+                        if record.get(f"dev_{c}") is not None)
     return line
 
 

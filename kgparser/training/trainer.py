@@ -30,6 +30,7 @@ import torch
 from ..config import Config
 from ..errors import KgparserError
 from ..model import Model
+from ..model.tagger import tag_targets, tagging_loss
 from ..model.features import flat_rows, state_rows
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
@@ -63,6 +64,9 @@ class EpochStats:
     oracle_fallbacks: int = 0
     cpu_seconds: float = 0.0
     sentences: int = 0
+    #: the joint tagger's cross-entropy summed over the words it scored (``tagged``)
+    tag_loss: float = 0.0
+    tagged: int = 0
 
     def add(self, other: "EpochStats") -> None:
         for name in self.__dataclass_fields__:
@@ -130,9 +134,10 @@ class Trainer:
         cfg = self.config.training
         stats = EpochStats(sentences=len(examples), tokens=sum(e.sentence.n for e in examples))
         network.train()
-        inputs = model.inputs([e.sentence for e in examples], rng=np_rng)
+        inputs = model.inputs([e.sentence for e in examples], rng=np_rng, given_tags=False)
         offsets, pad = inputs["offsets"], inputs["pad_row"]
-        projected = network.project(network.encode(inputs))
+        vectors, tag_scores = network.encode_all(inputs)
+        projected = network.project(vectors)
         detached = projected.detach()
         mode = cfg.oracle
         modes, statics, dynamics = [], [], []
@@ -214,7 +219,7 @@ class Trainer:
             live = [i for i in live if not system.is_final(states[i])]
         stats.oracle_fallbacks = sum(getattr(oracle, "fallbacks", 0) for oracle in dynamics if oracle)
         loss = self._batch_loss(projected, pending, loss_correct, loss_wrong, margin, stats)
-        self._update(loss)
+        self._update(self._with_tagging_loss(loss, tag_scores, examples, stats))
         return stats
 
     def _update(self, loss: torch.Tensor | None) -> None:
@@ -258,6 +263,23 @@ class Trainer:
             raise Diverged("the training loss is not finite (NaN or inf)")
         stats.loss += float(total.detach())
         return total / max(stats.scored, 1)
+
+    def _with_tagging_loss(self, loss: torch.Tensor | None, scores: dict, examples: Sequence[Example],
+                           stats: EpochStats) -> torch.Tensor | None:
+        """``loss`` plus the joint tagger's cross-entropy, summed over the batch's words
+        and columns, times ``model.tagger.loss_weight``, and divided like the hinge sum
+        by the number of scored parser states: at weight 1 one word's tag weighs as
+        much as one parser decision, whatever the batch size (the stack-based systems
+        make up to 2n decisions for n words, so the parser keeps the larger share)."""
+        if not scores:
+            return loss
+        total, words = tagging_loss(scores, tag_targets(self.model, [e.sentence for e in examples]))
+        if not torch.isfinite(total):
+            raise Diverged("the tagging loss is not finite (NaN or inf)")
+        stats.tag_loss += float(total.detach())
+        stats.tagged += words
+        weighted = self.config.model.tagger.loss_weight * total / max(stats.scored, 1)
+        return weighted if loss is None else loss + weighted
 
     def _correct_columns(self, state, mode: str, static, dynamic, example: Example) -> tuple[list[int], int]:
         """Columns of the correct transitions and, when the oracle fixes it, the one to follow (else -1)."""

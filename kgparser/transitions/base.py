@@ -224,3 +224,130 @@ class StackBufferSystem(TransitionSystem):
 
     def is_final(self, state: StackBufferState) -> bool:
         return state.b >= len(state.heads) and len(state.stack) == 1
+
+
+# --- oracle tie-breaks --------------------------------------------------------
+#
+# Training takes every least-cost action as correct and follows the one the
+# model scores best.  Where several actions cost 0 and some of them only
+# lengthen the computation (Covington's no-arc while shift is free, 2-Planar's
+# switch or reduce), the model learns the long way round.  A *tie-break* is a
+# secondary cost that narrows the zero-cost actions without ever changing
+# which actions are optimal for the primary (Hamming) loss:
+#
+# * ``exact_costs(state)``: the primary costs, exact as the papers give them;
+# * ``costs(state)``: the same plus 1 on each zero-cost action the secondary
+#   rules disfavour, never on all of them, so the least cost stays the exact
+#   least cost and the actions at it (``preferred(state)``) are a non-empty
+#   subset of the exact zero-cost actions; trainers that take the least-cost
+#   actions as correct need no change.
+#
+# Values of the ``tie_break`` option: ``"none"`` (the papers' oracles);
+# ``"shortest"`` (the zero-cost actions after which a minimum-loss computation
+# is shortest: the "regularization term ... representing the transition
+# sequence length from c to its minimum-loss reachable tree(s)" of
+# Fernández-González & Gómez-Rodríguez 2018, section 3, made exact); or a
+# list of action names, most preferred first (the zero-cost actions of the
+# best rank; unlisted actions share the last rank).
+
+TIE_BREAK_NONE = "none"
+TIE_BREAK_SHORTEST = "shortest"
+
+
+class TieBreakError(KgparserError, ValueError):
+    """A bad value of a system's ``tie_break`` option."""
+
+
+def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bool = True):
+    """``value`` checked and normalised: ``"none"``, ``"shortest"`` or a tuple
+    of distinct action names of ``system``.  ``shortest=False`` for a system
+    whose computations all have the same length, where it would change nothing."""
+    if value == TIE_BREAK_NONE or (value == TIE_BREAK_SHORTEST and shortest):
+        return value
+    if value == TIE_BREAK_SHORTEST:
+        raise TieBreakError(f"{system} option 'tie_break': every {system} computation on a sentence has the "
+                            f"same length, so 'shortest' would change nothing; give an order of actions "
+                            f"({', '.join(actions)})")
+    if isinstance(value, (list, tuple)) and value and all(isinstance(a, str) for a in value):
+        unknown = [a for a in value if a not in actions]
+        if not unknown and len(set(value)) == len(value):
+            return tuple(value)
+    kinds = "'none', " + ("'shortest', " if shortest else "")
+    raise TieBreakError(f"{system} option 'tie_break' must be {kinds}or a list of distinct actions among "
+                        f"{', '.join(actions)}, most preferred first; got {value!r}")
+
+
+def tie_break_value(tie_break) -> str | list[str]:
+    """The option as plain data (configs, checkpoints): a string or a list."""
+    return list(tie_break) if isinstance(tie_break, tuple) else tie_break
+
+
+def penalize(costs: dict[str, int], disfavoured) -> dict[str, int]:
+    """``costs`` plus 1 on each action in ``disfavoured``, unless every action
+    at the least cost is disfavoured (then ``costs`` unchanged): the least
+    cost stays the same and at least one action keeps it."""
+    least = min(costs.values())
+    if not disfavoured or all(a in disfavoured for a, c in costs.items() if c == least):
+        return costs
+    return {a: c + 1 if a in disfavoured else c for a, c in costs.items()}
+
+
+def least_cost_actions(costs: dict[str, int]) -> list[str]:
+    """The actions at the least cost (those a trainer takes as correct)."""
+    least = min(costs.values())
+    return [a for a, c in costs.items() if c == least]
+
+
+class TieBreakingOracle:
+    """Mixin of dynamic oracles with the ``tie_break`` option.
+
+    Subclasses set ``self.system`` and ``self.tie_break`` (a value of
+    :func:`tie_break_option`) and implement :meth:`exact_costs`; for
+    ``"shortest"`` also :meth:`remaining_length`.  A system-specific rule
+    that applies before the tie-break (2-Planar's Switch regularization)
+    overrides :meth:`regularized_costs`."""
+
+    system: TransitionSystem
+    tie_break: object = TIE_BREAK_NONE
+
+    def exact_costs(self, state: State) -> dict[str, int]:
+        """The primary costs: ``loss(after) - loss(before)`` where the paper
+        makes them exact."""
+        raise NotImplementedError
+
+    def remaining_length(self, state: State) -> int:
+        """The number of transitions of the shortest computation from ``state``
+        to a final state of least loss (needed by ``tie_break="shortest"``)."""
+        raise NotImplementedError
+
+    def regularized_costs(self, state: State, costs: dict[str, int]) -> dict[str, int]:
+        """``costs`` after the system's own regularization (default: none)."""
+        return costs
+
+    def costs(self, state: State) -> dict[str, int]:
+        """The costs training uses: :meth:`exact_costs`, regularized, plus 1
+        on the least-cost actions the tie-break does not prefer."""
+        costs = self.regularized_costs(state, self.exact_costs(state))
+        if self.tie_break == TIE_BREAK_NONE or len(costs) < 2:
+            return costs
+        tied = least_cost_actions(costs)
+        if len(tied) < 2:
+            return costs
+        return penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
+
+    def preferred(self, state: State) -> list[str]:
+        """The actions training takes as correct: those of least :meth:`costs`."""
+        return least_cost_actions(self.costs(state))
+
+    def _preferred_among(self, state: State, tied: list[str]) -> list[str]:
+        if self.tie_break == TIE_BREAK_SHORTEST:
+            lengths = {a: self.remaining_length(self._successor(state, a)) for a in tied}
+            return least_cost_actions(lengths)
+        order = self.tie_break
+        rank = {a: order.index(a) if a in order else len(order) for a in tied}
+        return least_cost_actions(rank)
+
+    def _successor(self, state: State, action: str) -> State:
+        after = state.copy()
+        self.system.apply(after, action)
+        return after

@@ -20,13 +20,17 @@ class ExactLoss:
     """Brute-force loss of states of one sentence, memoised across calls.
 
     ``moves(state)`` restricts the computations searched (default: every legal
-    action), e.g. to those whose swaps follow a static oracle."""
+    action), e.g. to those whose swaps follow a static oracle;
+    ``final_loss(state)`` replaces the Hamming loss of final states (e.g. by
+    a loss relative to 2-Planar's canonical planes)."""
 
-    def __init__(self, system: TransitionSystem, gold_heads: Sequence[int], moves=None):
+    def __init__(self, system: TransitionSystem, gold_heads: Sequence[int], moves=None, final_loss=None):
         self.system = system
         self.gold = list(gold_heads)
         self.moves = moves or system.legal_actions
+        self.final_loss = final_loss or (lambda state: hamming_loss(state.heads, self.gold))
         self._memo: dict = {}
+        self._best: dict = {}
 
     def __call__(self, state: State) -> int:
         key = state.key()
@@ -35,11 +39,25 @@ class ExactLoss:
             return memo[key]
         system = self.system
         if system.is_final(state):
-            result = hamming_loss(state.heads, self.gold)
+            result = self.final_loss(state)
         else:
             result = min(self(successor(system, state, a)) for a in self.moves(state))
         memo[key] = result
         return result
+
+    def best(self, state: State) -> tuple[int, int]:
+        """``(loss, length)``: the least loss of a final state reachable from
+        ``state`` and the fewest transitions of a computation reaching one."""
+        key = state.key()
+        memo = self._best
+        if key not in memo:
+            system = self.system
+            if system.is_final(state):
+                memo[key] = (self.final_loss(state), 0)
+            else:
+                loss, length = min(self.best(successor(system, state, a)) for a in self.moves(state))
+                memo[key] = (loss, length + 1)
+        return memo[key]
 
     def final_trees(self, state: State, allowed=None) -> set[tuple[int, ...]]:
         """Resolved heads of every final state reachable from ``state`` using,
@@ -171,6 +189,60 @@ def check_state_costs(system: TransitionSystem, oracle, state: State, gold_heads
         if any(costs[a] != c for a, c in true_costs.items()):
             report.fail(f"costs {costs} != true costs {true_costs}; {where}")
     return costs
+
+
+def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, truth: ExactLoss | None = None,
+                    shortest: bool = False, limit: int | None = None,
+                    rng: random.Random | None = None) -> OracleReport:
+    """Check the tie-break of ``system``'s dynamic oracle (see the notes in
+    :mod:`kgparser.transitions.base`) against brute force (``truth``, default
+    the Hamming loss) on the states reachable for ``gold_heads``.
+
+    In every non-final state: (a) ``costs()`` exceeds ``exact_costs()`` by 0
+    or 1 on each action, and its least-cost actions (``preferred()``) are a
+    non-empty subset of the actions of least exact cost; (b) each preferred
+    action keeps the brute-force loss, so, by induction over the states
+    checked, every computation that follows preferred actions only ends at
+    the least loss of the state it starts from; (c) with ``shortest``, the
+    preferred actions are exactly those among the least-exact-cost ones after
+    which a least-loss computation is shortest."""
+    truth = truth or ExactLoss(system, gold_heads)
+    oracle = system.dynamic_oracle(gold_heads)
+    report = OracleReport()
+    for state in reachable_states(system, len(gold_heads) - 1, limit=limit, rng=rng):
+        if not system.is_final(state):
+            report.states += 1
+            _check_state_tie_break(system, oracle, state, truth, shortest, report)
+    return report
+
+
+def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bool, report: OracleReport) -> None:
+    where = f"gold={truth.gold} state={state.key()}"
+    exact, costs, preferred = oracle.exact_costs(state), oracle.costs(state), oracle.preferred(state)
+    zero = [a for a, c in exact.items() if c == min(exact.values())]
+    if set(costs) != set(exact) or any(costs[a] - exact[a] not in (0, 1) for a in exact):
+        report.fail(f"costs {costs} are not exact costs {exact} plus 0 or 1; {where}")
+    if not preferred or not set(preferred) <= set(zero):
+        report.fail(f"preferred {preferred} not a non-empty subset of the least exact cost {zero}; {where}")
+        return
+    base = truth(state)
+    kept = [a for a in preferred if truth(successor(system, state, a)) == base]
+    if kept != preferred:
+        report.fail(f"preferred {preferred}: only {kept} keep the least loss {base}; {where}")
+    if shortest:
+        lengths = {a: truth.best(successor(system, state, a))[1] for a in zero}
+        shortest_ones = [a for a in zero if lengths[a] == min(lengths.values())]
+        if sorted(preferred) != sorted(shortest_ones):
+            report.fail(f"preferred {preferred} != shortest {shortest_ones} (lengths {lengths}); {where}")
+
+
+def follow_preferred(system: TransitionSystem, oracle, state: State, rng: random.Random) -> State:
+    """The final state reached from (a copy of) ``state`` by taking, at each
+    step, a random action of ``oracle.preferred``."""
+    state = state.copy()
+    while not system.is_final(state):
+        system.apply(state, rng.choice(oracle.preferred(state)))
+    return state
 
 
 def check_static_oracle(system: TransitionSystem, gold_heads: Sequence[int],

@@ -30,13 +30,26 @@ Algorithm 1): arcs are only ever added, always from some node to the root of
 another tree, so each set is one tree of A and keeps a pointer to that tree's
 root; "does ``h -> d`` close a cycle" is "is ``d`` the root of ``h``'s tree",
 O(α(n)) amortized (union by size, path halving).
+
+Option ``tie_break`` (default ``"none"``, the paper's oracle): which of
+several zero-cost actions training takes as correct (see the tie-break notes
+in :mod:`kgparser.transitions.base`).  In Covington ``no-arc`` costs 0 in
+almost every state and ``shift`` only once no reachable gold arc is left
+between ``j`` and λ1, so a model trained on every zero-cost action can learn
+to walk ``i`` left to the start of the sentence before each shift.
+``"shortest"`` keeps the zero-cost actions after which a least-loss
+computation is shortest (:meth:`CovingtonDynamicOracle.remaining_length`):
+away from cycles of A ∪ I, ``shift`` alone whenever it costs 0.  A list of
+actions keeps the zero-cost actions that come first in it, e.g. ``[shift]``
+(``no-arc``, ``left`` and ``right`` cost 1 more whenever ``shift`` costs 0).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, tie_break_option,
+                   tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
@@ -105,12 +118,16 @@ class Covington(TransitionSystem):
     #: (i-1, in λ1) and ``b1`` (j+1, in B), and ``l2_0`` (i+1, the first word of
     #: λ2, i.e. the nearest word between the focus words; empty when adjacent)
     feature_names = ("l1_0", "l1_1", "l2_0", "b0", "b1")
+    #: adds no arc and only moves ``i``: the decoder scores a run of it ahead
+    #: (:meth:`chain_features`, :mod:`kgparser.decoding`)
+    chain_action = NO_ARC
 
-    def __init__(self, root_node: bool = False):
+    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE):
         self.root_node = bool(root_node)
+        self.tie_break = tie_break_option(self.name, self.actions, tie_break)
 
     def options(self) -> dict:
-        return {"root_node": self.root_node}
+        return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break)}
 
     def initial_state(self, n: int) -> CovingtonState:
         return CovingtonState(n, self.root_node)
@@ -162,6 +179,18 @@ class Covington(TransitionSystem):
             j + 1 if j + 1 <= n else NO_HEAD,
         ]
 
+    def chain_features(self, state: CovingtonState, count: int) -> list[list[int]]:
+        """:meth:`features` of the states ``count`` (at most) No-Arc steps in a row
+        reach from ``state``, nearest first, without applying them: No-Arc moves
+        ``i`` one word left and changes nothing else.  The run stops at the state
+        whose λ1 is empty, where only Shift is legal (and nothing is scored)."""
+        i, j, first = state.i, state.j, state.first
+        n = len(state.heads) - 1
+        b0, b1 = j if j <= n else NO_HEAD, j + 1 if j + 1 <= n else NO_HEAD
+        # after the step to k (< i < j) the focus is k, l1_1 = k - 1 and l2_0 = k + 1
+        return [[k, k - 1 if k - 1 >= first else NO_HEAD, k + 1, b0, b1]
+                for k in range(i - 1, max(first, i - count) - 1, -1)]
+
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return True
 
@@ -169,7 +198,7 @@ class Covington(TransitionSystem):
         return CovingtonStaticOracle(gold_heads, self.root_node)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "CovingtonDynamicOracle":
-        return CovingtonDynamicOracle(gold_heads)
+        return CovingtonDynamicOracle(gold_heads, system=self, tie_break=self.tie_break)
 
 
 class CovingtonStaticOracle:
@@ -204,7 +233,7 @@ class CovingtonStaticOracle:
         return SHIFT
 
 
-class CovingtonDynamicOracle:
+class CovingtonDynamicOracle(TieBreakingOracle):
     """Exact costs from the loss of Theorem 1 (paper, Sect. 3):
 
         loss(c) = |U(c)| + n_c(A ∪ I(c)),
@@ -223,11 +252,17 @@ class CovingtonDynamicOracle:
     cycle of A ∪ I contains an arc of I, so it runs through roots of trees of
     A; it is found on the graph that maps each tree root ``r`` to the tree of
     its gold head, where an arc into ``r`` lies on a cycle iff ``r`` does.
+
+    :meth:`exact_costs` are these costs; :meth:`costs` adds the tie-break of
+    the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
 
-    def __init__(self, gold_heads: Sequence[int]):
+    def __init__(self, gold_heads: Sequence[int], *, system: "Covington | None" = None,
+                 tie_break=TIE_BREAK_NONE):
         self.gold = list(gold_heads)
         self.kids = children(self.gold)
+        self.system = system or Covington()
+        self.tie_break = tie_break
 
     def loss(self, state: CovingtonState) -> int:
         """ℓ(c) of Theorem 1 (the least Hamming loss of a reachable tree)."""
@@ -235,7 +270,65 @@ class CovingtonDynamicOracle:
         cycles = self._cycles(state, reach)
         return reach.count(False) + len(set(cycles) - {-1})
 
-    def costs(self, state: CovingtonState) -> dict[str, int]:
+    def remaining_length(self, state: CovingtonState) -> int:
+        """Transitions of the shortest least-loss computation from ``state``
+        (``tie_break="shortest"``), in O(n).
+
+        Such a computation builds the reachable gold arcs between words (I
+        less A, root arcs excluded: leaving the word headless builds them)
+        except one per cycle of A ∪ I, loses nothing else (Theorem 1), and
+        needs ``n - j + 1`` shifts.  Arc actions and ``no-arc`` all move
+        ``i`` one word left, so for each right focus ``r`` it moves ``i``
+        down to the leftmost partner ``x`` of ``r`` among those arcs (``i - x
+        + 1`` moves for ``r = j``, ``r - x`` later) and shifts.  Dropping the
+        arc to that partner saves the moves down to the next one.  The
+        unbuilt arcs at one ``r`` that lie on cycles are on one cycle (two
+        would be arcs into two tree roots pointing at the root of ``r``'s
+        tree, which is on at most one cycle and has one predecessor there),
+        so each cycle drops the arc that saves most, independently."""
+        n = len(self.gold) - 1
+        if state.j > n:
+            return 0
+        reach = self._reachable(state)
+        nearest, second = self._leftmost_partners(state, reach)
+        on_cycle = self._cycles(state, reach)
+        moves = 0
+        saving: dict[int, int] = {}
+        for r in range(state.j, n + 1):
+            x, dep = nearest[r]
+            if dep == NO_HEAD:
+                continue
+            start = state.i if r == state.j else r - 1
+            moves += start - x + 1
+            cycle = on_cycle[dep]
+            if cycle != -1:
+                next_x = second[r]
+                gain = start - x + 1 if next_x == NO_HEAD else next_x - x
+                saving[cycle] = max(saving.get(cycle, 0), gain)
+        return n - state.j + 1 + moves - sum(saving.values())
+
+    def _leftmost_partners(self, state: CovingtonState, reach: list[bool]):
+        """For each right end ``r``, the unbuilt reachable gold arcs between
+        ``r`` and an earlier word: ``nearest[r] = (x, dependent)`` for the
+        leftmost such word ``x`` (``(-1, -1)`` if none) and ``second[r]`` the
+        next one (``-1`` if none)."""
+        gold, heads = self.gold, state.heads
+        nearest = [(NO_HEAD, NO_HEAD)] * len(gold)
+        second = [NO_HEAD] * len(gold)
+        for y in range(1, len(gold)):
+            x = gold[y]
+            if x == ROOT or heads[y] != NO_HEAD or not reach[y]:
+                continue
+            lo, r = (x, y) if x < y else (y, x)
+            low = nearest[r][0]
+            if low == NO_HEAD or lo < low:
+                second[r] = low
+                nearest[r] = (lo, y)
+            elif second[r] == NO_HEAD or lo < second[r]:
+                second[r] = lo
+        return nearest, second
+
+    def exact_costs(self, state: CovingtonState) -> dict[str, int]:
         """``loss(after) - loss(before)`` for each legal action, in O(n) for all
         of them together (reads the state, copies nothing)."""
         i, j = state.i, state.j

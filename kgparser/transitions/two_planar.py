@@ -66,9 +66,19 @@ practice, so the time per call hardly grows with the sentence.  ``switch``
 costs the least loss change after the action the next state is forced to
 take (section 3, the corrected Switch cost), and in a state just reached by
 ``switch`` the costs are taken against the least of the remaining actions, so
-that they are exact for the parser with the control constraint.  Option
-``regularize_switch`` (default ``True``, as in the paper's training) adds
-section 3's "Regularization": see :meth:`TwoPlanarDynamicOracle.costs`.
+that they are exact for the parser with the control constraint.
+
+Secondary costs (the tie-break notes of :mod:`kgparser.transitions.base`):
+:meth:`TwoPlanarDynamicOracle.exact_costs` are the costs above, and
+:meth:`~TwoPlanarDynamicOracle.costs` adds, first, option
+``regularize_switch`` (default ``True``, as in the paper's training),
+section 3's "Regularization" as the paper implements it (see
+:meth:`TwoPlanarDynamicOracle.regularized_costs`), then option ``tie_break``
+(default ``"none"``): ``"shortest"`` is that regularization made exact, the
+zero-cost actions after which a least-loss computation is shortest
+(:meth:`TwoPlanarDynamicOracle.remaining_length`), which also disfavours a
+``reduce`` the computation never needs and an arc onto a word whose gold arc
+is lost; a list of actions keeps the zero-cost actions that come first in it.
 
 Features (2018, section 4.2): the top three words of the active stack, the
 first buffer word and the top two words of the inactive stack:
@@ -77,10 +87,12 @@ first buffer word and the top two words of the inactive stack:
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import product
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, penalize,
+                   tie_break_option, tie_break_value)
 
 SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
 NO_PLANE = -1
@@ -129,11 +141,12 @@ class TwoPlanar(TransitionSystem):
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "i0", "i1")
 
-    def __init__(self, regularize_switch: bool = True):
+    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE):
         self.regularize_switch = regularize_switch
+        self.tie_break = tie_break_option(self.name, self.actions, tie_break)
 
     def options(self) -> dict:
-        return {"regularize_switch": self.regularize_switch}
+        return {"regularize_switch": self.regularize_switch, "tie_break": tie_break_value(self.tie_break)}
 
     def initial_state(self, n: int) -> TwoPlanarState:
         return TwoPlanarState(n)
@@ -201,7 +214,8 @@ class TwoPlanar(TransitionSystem):
         return TwoPlanarStaticOracle(gold_heads)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarDynamicOracle":
-        return TwoPlanarDynamicOracle(gold_heads, regularize_switch=self.regularize_switch)
+        return TwoPlanarDynamicOracle(gold_heads, regularize_switch=self.regularize_switch, system=self,
+                                      tie_break=self.tie_break)
 
 
 # --- planes -----------------------------------------------------------------
@@ -395,7 +409,7 @@ class TwoPlanarStaticOracle:
         return SHIFT
 
 
-class TwoPlanarDynamicOracle:
+class TwoPlanarDynamicOracle(TieBreakingOracle):
     """Fernández-González & Gómez-Rodríguez (2018), section 3: costs relative
     to the canonical plane assignment.
 
@@ -417,33 +431,26 @@ class TwoPlanarDynamicOracle:
     ``switch`` and the state just reached by ``switch`` are handled as in
     :meth:`costs`."""
 
-    def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True):
+    def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True,
+                 system: "TwoPlanar | None" = None, tie_break=TIE_BREAK_NONE):
         self.canon = _CanonicalGold(gold_heads)
         self.regularize_switch = regularize_switch
+        self.system = system or TwoPlanar(regularize_switch)
+        self.tie_break = tie_break
         heads = self.canon.heads
         # starting_at[w]: the gold arcs (by dependent) whose left end is w
         self.starting_at: list[list[int]] = [[] for _ in range(len(heads))]
         for d in word_arcs(heads):
             self.starting_at[min(d, heads[d])].append(d)
 
-    def costs(self, state: TwoPlanarState) -> dict[str, int]:
+    def exact_costs(self, state: TwoPlanarState) -> dict[str, int]:
         """Cost of each legal action.  ``switch`` costs the least loss change
         after the action forced next, that is, after ``shift``, ``left``,
         ``right`` or ``reduce`` taken with the other stack active (2018,
         section 3: a switch itself changes no loss).  In a state just reached
         by ``switch`` the costs are taken against the least change of the
         remaining actions, so that they are exact for the parser with the
-        control constraint.
-
-        With ``regularize_switch`` (2018, section 3, "Regularization": a term
-        for the length of the transition sequence, which "amounts to
-        penalizing the Switch transition if there is any zero-cost transition
-        available in the active plane and changing planes will delay its
-        application"), ``switch`` costs one more unless it is needed now: the
-        active plane has no individually reachable gold arc left between
-        ``b0`` and a word on its stack, and the other plane has one.  A switch
-        that delays nothing the other plane needs only lengthens the
-        sequence, so it is penalized as well."""
+        control constraint."""
         now = _Outlook(self.canon, state)
         shift = self._shift_change(state, now)
         changes = self._stack_changes(state, state.active, now, shift)
@@ -452,9 +459,24 @@ class TwoPlanarDynamicOracle:
             return {a: change - least for a, change in changes.items()}
         forced = self._stack_changes(state, 1 - state.active, now, shift)
         changes[SWITCH] = min(forced.values())
-        if self.regularize_switch and not self._switch_needed(state, now):
-            changes[SWITCH] += 1
         return changes
+
+    def regularized_costs(self, state: TwoPlanarState, costs: dict[str, int]) -> dict[str, int]:
+        """With ``regularize_switch`` (2018, section 3, "Regularization": a
+        term for the length of the transition sequence, which "amounts to
+        penalizing the Switch transition if there is any zero-cost transition
+        available in the active plane and changing planes will delay its
+        application"), ``switch`` costs one more unless it is needed now: the
+        active plane has no individually reachable gold arc left between
+        ``b0`` and a word on its stack, and the other plane has one.  A switch
+        that delays nothing the other plane needs only lengthens the
+        sequence, so it is penalized as well.  (Never where ``switch`` is the
+        only least-cost action, :func:`~.base.penalize`; the exhaustive tests
+        meet no such state.)"""
+        if (not self.regularize_switch or SWITCH not in costs
+                or self._switch_needed(state, _Outlook(self.canon, state))):
+            return costs
+        return penalize(costs, {SWITCH})
 
     def _shift_change(self, state: TwoPlanarState, now: "_Outlook") -> int:
         """Loss change of ``shift``: ``b0`` leaves the buffer (onto both
@@ -491,6 +513,108 @@ class TwoPlanarDynamicOracle:
         stack is not built and still individually reachable."""
         gplane = self.canon.plane
         return any(gplane[d] == plane and now.target(d) != NO_HEAD for d in self.canon.ending_at[state.b])
+
+    # --- tie_break="shortest" --------------------------------------------------
+
+    def remaining_length(self, state: TwoPlanarState) -> int:
+        """Transitions of the shortest least-loss computation from ``state``
+        (``tie_break="shortest"``; the loss relative to the canonical planes).
+
+        From a state not just reached by ``switch`` the lazy computation is
+        shortest: it builds the reachable gold arcs (``I1 ∪ I2`` less ``A``)
+        in their planes except one per cycle of ``A ∪ I1 ∪ I2``
+        (:meth:`_plan_length`), reduces a word only to uncover the partner of
+        ``b0`` below it, switches only when the other plane has an arc to
+        build with ``b0``, and shifts otherwise.  Every computation of least
+        loss builds those arcs, shifts ``n - b + 1`` times, pops each word
+        that lies under an arc to build in that plane and is still on its
+        stack then, and is in each plane when it builds the plane's arcs with
+        each ``b0``, so none is shorter.  Just after ``switch`` the lazy
+        computation may need to switch back at once, which the control
+        constraint forbids: the length is then one more than the least after
+        a zero-cost action."""
+        if state.b >= len(state.heads):
+            return 0
+        if not state.switched:
+            return self._plan_length(state)
+        exact = self.exact_costs(state)
+        return 1 + min(self._plan_length(self._successor(state, a)) for a, c in exact.items() if c == 0)
+
+    def _plan_length(self, state: TwoPlanarState) -> int:
+        """Length of the lazy computation from a state not just reached by
+        ``switch``, least over the choice of the arc each cycle drops."""
+        now = _Outlook(self.canon, state)
+        n = len(state.heads) - 1
+        needed = [d for d in range(1, n + 1) if now.target(d) != NO_HEAD]
+        cycles = _cycles(now, needed)
+        rest = min(self._stack_work(state, needed, set(drop)) for drop in product(*cycles))
+        return n - state.b + 1 + len(needed) - len(cycles) + rest
+
+    def _stack_work(self, state: TwoPlanarState, needed: Sequence[int], dropped: set[int]) -> int:
+        """Reduces plus switches of the lazy computation that builds the gold
+        arcs into ``needed`` except ``dropped``: the words on a plane's stack
+        (or still in the buffer) strictly inside an arc of that plane, and
+        one switch for each ``b0`` whose arcs lie only in the inactive plane
+        or in both (after which the other plane is active)."""
+        gold, gplane, b = self.canon.heads, self.canon.plane, state.b
+        n = len(state.heads) - 1
+        inside = ([0] * (n + 2), [0] * (n + 2))
+        work: dict[int, set[int]] = {}
+        for d in needed:
+            if d not in dropped:
+                lo, hi = (gold[d], d) if gold[d] < d else (d, gold[d])
+                inside[gplane[d]][lo + 1] += 1
+                inside[gplane[d]][hi] -= 1
+                work.setdefault(hi, set()).add(gplane[d])
+        return _covered_words(inside, state.stacks, b) + _lazy_switches(work, state.active)
+
+
+def _cycles(now: "_Outlook", needed: Sequence[int]) -> list[list[int]]:
+    """The cycles of ``A ∪ I1 ∪ I2``, each as the dependents of its arcs not
+    built yet (tree roots whose gold arc is reachable, ``needed``), found
+    by following :meth:`_Outlook.target` from each once."""
+    mark = dict.fromkeys(needed, 0)  # 0 unseen, 1 on the current walk, 2 done
+    cycles = []
+    for start in needed:
+        walk, node = [], start
+        while mark.get(node) == 0:
+            mark[node] = 1
+            walk.append(node)
+            node = now.target(node)
+        if mark.get(node) == 1:
+            cycles.append(walk[walk.index(node):])
+        for w in walk:
+            mark[w] = 2
+    return cycles
+
+
+def _covered_words(inside: tuple[list[int], list[int]], stacks, b: int) -> int:
+    """Words strictly inside some arc of their plane (``inside[p]``: a
+    difference array of arc interiors) that are on that plane's stack or not
+    shifted yet: the reduces of the lazy computation."""
+    count = 0
+    for plane in (0, 1):
+        on_stack = set(stacks[plane])
+        depth = 0
+        for w, step in enumerate(inside[plane]):
+            depth += step
+            if depth and (w >= b or w in on_stack):
+                count += 1
+    return count
+
+
+def _lazy_switches(work: dict[int, set[int]], active: int) -> int:
+    """Switches needed to be in each plane of ``work[y]`` while ``y`` is
+    ``b0``, in order of ``y``, starting in plane ``active``: finishing the
+    active plane first and then switching is never worse than switching
+    twice."""
+    switches = 0
+    for y in sorted(work):
+        planes = work[y]
+        if planes != {active}:
+            switches += 1
+            active = 1 - active
+    return switches
 
 
 def _unreachable_change(now: "_Outlook", arcs: Sequence[int]) -> int:

@@ -1,0 +1,87 @@
+"""The joint tagger: one softmax head per predicted column (UPOS, XPOS, FEATS) on
+the BiLSTM the parser reads, trained together with the parser.
+
+This is the multi-task design of UDPipe 2 (Straka 2018, "UDPipe 2.0 Prototype at
+CoNLL 2018 UD Shared Task", section 3.2: taggers and parser share the BiLSTM and
+are trained with the sum of their losses), which lets one checkpoint tag and
+parse text without gold tags.  FEATS is predicted as one class per distinct
+whole string, as UDPipe 1 does (Straka, Hajič & Straková 2016): simple, and
+the feature combinations of a treebank are few.
+
+Class ``c`` of a column is item ``c + TAG_CLASS_OFFSET`` of its vocabulary: the
+padding, unknown and ROOT entries are never predicted.  For the column the
+parser reads (``model.pos``) the vocabulary is the tag embedding's, so a
+predicted class indexes the embedding table directly (see
+:meth:`kgparser.model.network.Network.encode_all`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from ..vocab import ROOT_ID, column_values
+
+#: the columns the tagger can predict, in the order they are reported
+TAG_COLUMNS = ("upos", "xpos", "feats")
+#: vocabulary id of class 0: padding, unknown and ROOT come first
+TAG_CLASS_OFFSET = ROOT_ID + 1
+#: target of a row the loss skips (ROOT, a word without a gold tag)
+IGNORED = -100
+
+
+class TagHeads(nn.Module):
+    """One classifier per column over BiLSTM vectors: a linear layer, or with
+    ``hidden`` > 0 a tanh hidden layer of that size first."""
+
+    def __init__(self, dim: int, classes: dict[str, int], hidden: int):
+        super().__init__()
+        self.heads = nn.ModuleDict({column: _head(dim, n, hidden) for column, n in classes.items()})
+
+    def forward(self, vectors: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Scores ``[..., classes]`` of each column for vectors ``[..., dim]``."""
+        return {column: head(vectors) for column, head in self.heads.items()}
+
+
+def _head(dim: int, classes: int, hidden: int) -> nn.Module:
+    if not hidden:
+        return nn.Linear(dim, classes)
+    return nn.Sequential(nn.Linear(dim, hidden), nn.Tanh(), nn.Linear(hidden, classes))
+
+
+def tag_targets(model, sentences: Sequence) -> dict[str, torch.Tensor]:
+    """Gold class of every token row of :meth:`Network.encode_all` (ROOT first in each
+    sentence), per predicted column; :data:`IGNORED` for ROOT and for words whose
+    tag is ``_`` or unknown to the vocabulary."""
+    targets = {}
+    for column, vocab in model.vocabs.tag_columns.items():
+        index = vocab.index
+        rows: list[int] = []
+        for sentence in sentences:
+            rows.append(IGNORED)
+            rows.extend(index[v] - TAG_CLASS_OFFSET if v in index else IGNORED
+                        for v in column_values(sentence, column))
+        targets[column] = torch.tensor(rows, dtype=torch.int64, device=model.device)
+    return targets
+
+
+def tagging_loss(scores: dict[str, torch.Tensor], targets: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """Cross-entropy summed over the words and columns, and the number of words scored."""
+    total = sum(nn.functional.cross_entropy(scores[column], target, ignore_index=IGNORED, reduction="sum")
+                for column, target in targets.items())
+    return total, sum(int((target != IGNORED).sum()) for target in targets.values())
+
+
+def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> list[dict[str, list[str]]]:
+    """Per sentence, the best tag of each of its words in every predicted column
+    (``scores``: :meth:`Network.tag_scores` of the batch ``sentences``)."""
+    columns = {column: (vocab.items, scores[column].argmax(1).tolist())
+               for column, vocab in model.vocabs.tag_columns.items()}
+    result, start = [], 0
+    for sentence in sentences:
+        words = range(start + 1, start + sentence.n + 1)  # row ``start`` is ROOT
+        result.append({column: [items[best[row] + TAG_CLASS_OFFSET] for row in words]
+                       for column, (items, best) in columns.items()})
+        start += sentence.n + 1
+    return result

@@ -1,0 +1,60 @@
+"""Pre-tokenized plain text as parser input (``kgparser parse --input-format text``):
+one sentence per line, tokens separated by white space, blank lines skipped.
+
+Each line becomes a CoNLL-U sentence with ``# sent_id = N`` (N counts the
+sentences from 1), ``# text = ...`` (the tokens joined by single spaces) and
+``_`` in every column but ID and FORM, so the parser (with
+``--tags auto``, its tagger) fills in the rest and the output is ordinary
+CoNLL-U.  Raw text must be tokenized first; the README shows a spaCy
+tokenizer feeding the Python API.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .conllu_io import Sentence, SentenceList, _open_text, _source_name
+from .errors import KgparserError
+
+INPUT_FORMATS = ("conllu", "text")
+
+
+def is_text_format(input_format: str) -> bool:
+    """Whether ``input_format`` is ``text`` (an unknown format is an error)."""
+    if input_format not in INPUT_FORMATS:
+        raise KgparserError(f"input format: expected one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
+    return input_format == "text"
+
+
+def read_tokenized(source: str | Path | Iterable[str]) -> SentenceList:
+    """The sentences of a pre-tokenized text file (``-``: standard input; ``.gz``
+    decompressed) or of an iterable of lines (e.g. a list of strings)."""
+    if not isinstance(source, (str, Path)):
+        return SentenceList(tokenized_sentences(source, "<text>"))
+    name = _source_name(source)
+    handle = _open_text(source)
+    try:
+        return SentenceList(tokenized_sentences(handle, name))
+    except UnicodeDecodeError as error:
+        raise KgparserError(f"{name}: not valid UTF-8 ({error.reason})") from error
+    finally:
+        if str(source) == "-":
+            handle.detach()  # closing the wrapper would close the process's stdin
+        else:
+            handle.close()
+
+
+def tokenized_sentences(lines: Iterable[str], source: str) -> list[Sentence]:
+    """One sentence per non-blank line; a sentence's ``line`` is its line number."""
+    sentences = []
+    for number, line in enumerate(lines, start=1):
+        tokens = line.split()
+        if tokens:
+            sentences.append(_sentence(tokens, len(sentences) + 1, source, number))
+    return sentences
+
+
+def _sentence(tokens: list[str], sent_id: int, source: str, line: int) -> Sentence:
+    rows = [f"# sent_id = {sent_id}", f"# text = {' '.join(tokens)}"]
+    rows += [f"{index}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_" for index, form in enumerate(tokens, start=1)]
+    return Sentence(rows, source, line, require_tree=False)
