@@ -11,34 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from kgparser.conllu_io import read_conllu, write_conllu
+from cluster_grids import write_tiny_grid
 
 pytest.importorskip("ray")
 
-SAMPLE = Path(__file__).resolve().parents[1] / "kgparser" / "resources" / "en_ewt_sample"
 RUNS = ["oracle=static/seed=1", "oracle=static/seed=2", "oracle=dynamic/seed=1", "oracle=dynamic/seed=2"]
 
 
 def _grid(tmp_path: Path) -> Path:
-    test = tmp_path / "test.conllu"
-    write_conllu(read_conllu(SAMPLE / "test.conllu")[:20], test)
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump({
-        "threads": 1,
-        "data": {"train": str(SAMPLE / "train.conllu"), "dev": str(test), "test": str(test),
-                 "max_train_sentences": 30},
-        "model": {"word_dim": 8, "pos_dim": 4, "lstm_hidden": 8, "lstm_layers": 1, "mlp_hidden": 8},
-        "training": {"epochs": 2, "tensorboard": False}}))
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(yaml.safe_dump({
-        "base": "base.yaml", "output_root": "runs",
-        "axes": {"oracle": ["static", "dynamic"], "seed": [1, 2]},
-        "compare": [{"name": "oracle", "a": {"oracle": "static"}, "b": {"oracle": "dynamic"}}],
-        "engine": {"kind": "ray", "threads_per_run": 1,
-                   "ray": {"address": "local", "init": {"num_cpus": 2, "include_dashboard": False}}}},
-        sort_keys=False))
-    return grid
+    return write_tiny_grid(tmp_path, {"oracle": ["static", "dynamic"], "seed": [1, 2]},
+                           {"kind": "ray", "threads_per_run": 1,
+                            "ray": {"address": "local", "init": {"num_cpus": 2, "include_dashboard": False}}},
+                           compare=[{"name": "oracle", "a": {"oracle": "static"}, "b": {"oracle": "dynamic"}}])
 
 
 def _experiment(*arguments: str, **options) -> subprocess.Popen:

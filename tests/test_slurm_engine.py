@@ -22,15 +22,13 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from kgparser.conllu_io import read_conllu, write_conllu
+from cluster_grids import write_tiny_grid
 
 pytest.importorskip("submitit", reason="submitit is not installed: pip install 'kgparser[slurm]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "slurm_single_node.sh"
-SAMPLE = ROOT / "kgparser" / "resources" / "en_ewt_sample"
 RUNS = ["seed=1", "seed=2"]
 DAEMONS = ["munged", "slurmctld", "slurmd", "sinfo", "sbatch", "squeue", "scancel"]
 
@@ -86,22 +84,9 @@ def slurm_cluster():
 
 
 def _grid(tmp_path: Path) -> Path:
-    test = tmp_path / "test.conllu"
-    write_conllu(read_conllu(SAMPLE / "test.conllu")[:20], test)
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump({
-        "threads": 1,
-        "data": {"train": str(SAMPLE / "train.conllu"), "dev": str(test), "test": str(test),
-                 "max_train_sentences": 30},
-        "model": {"word_dim": 8, "pos_dim": 4, "lstm_hidden": 8, "lstm_layers": 1, "mlp_hidden": 8},
-        "training": {"epochs": 2, "tensorboard": False}}))
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(yaml.safe_dump({
-        "base": "base.yaml", "output_root": "runs",
-        "axes": {"seed": [1, 2]},
-        "engine": {"kind": "slurm", "threads_per_run": 1,
-                   "slurm": {"slurm_partition": "debug", "timeout_min": 10, "mem_gb": 1}}},
-        sort_keys=False))
-    return grid
+    return write_tiny_grid(tmp_path, {"seed": [1, 2]},
+                           {"kind": "slurm", "threads_per_run": 1,
+                            "slurm": {"slurm_partition": "debug", "timeout_min": 10, "mem_gb": 1}})
 
 
 def _experiment(environment: dict, *arguments: str, timeout: float) -> tuple[int, str]:
