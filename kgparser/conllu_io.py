@@ -335,21 +335,25 @@ class Sentence:
             self._lines[row] = "\t".join(cols)
         self.heads, self.deprels = new_heads, new_deprels
 
-    def set_tags(self, column: str, values: Sequence[str | None]) -> None:
-        """Replace the ``upos``, ``xpos`` or ``feats`` column of every word (``values``
-        has length n; None or ``_`` writes ``_``); nothing else changes."""
-        index = {"upos": UPOS, "xpos": XPOS, "feats": FEATS}[column]
-        if len(values) != self.n:
-            raise ValueError(f"{column} has length {len(values)}, expected n = {self.n}")
-        values = [None if not value or value == "_" else value for value in values]
-        for dep, value in enumerate(values, start=1):
-            if value is not None and any(c.isspace() for c in value):
-                raise ValueError(f"word {dep}: {column} {value!r} contains whitespace")
+    def set_tags(self, columns: dict[str, Sequence[str | None]]) -> None:
+        """Replace whole ``upos``, ``xpos`` or ``feats`` columns: ``columns`` maps each
+        to its n new values (None or ``_`` writes ``_``); nothing else changes."""
+        indices = {"upos": UPOS, "xpos": XPOS, "feats": FEATS}
+        columns = {name: [None if not v or v == "_" else v for v in values] for name, values in columns.items()}
+        for name, values in columns.items():
+            if len(values) != self.n:
+                raise ValueError(f"{name} has length {len(values)}, expected n = {self.n}")
+            for dep, value in enumerate(values, start=1):
+                if value is not None and any(c.isspace() for c in value):
+                    raise ValueError(f"word {dep}: {name} {value!r} contains whitespace")
+        for dep in range(1, self.n + 1):
             row = self._word_rows[dep]
             cols = self._lines[row].split("\t")
-            cols[index] = value or "_"
+            for name, values in columns.items():
+                cols[indices[name]] = values[dep - 1] or "_"
             self._lines[row] = "\t".join(cols)
-        setattr(self, column, values)
+        for name, values in columns.items():
+            setattr(self, name, values)
 
     def to_conllu(self) -> str:
         """The sentence block, ending with the blank line that separates sentences."""

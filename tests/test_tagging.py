@@ -53,8 +53,7 @@ def tagged_sentences(count: int, seed: int = 0):
 def strip_tags(sentences):
     copies = [s.copy() for s in sentences]
     for sentence in copies:
-        for column in COLUMNS:
-            sentence.set_tags(column, [None] * sentence.n)
+        sentence.set_tags({column: [None] * sentence.n for column in COLUMNS})
     return copies
 
 
@@ -110,7 +109,7 @@ def test_config_defaults_are_the_old_model_and_sound_taggers_are_accepted():
 
 def test_vocabularies_hold_the_predicted_columns_and_read_old_checkpoints():
     sentences = tagged_sentences(20, seed=4)
-    sentences[0].set_tags("xpos", [None] * sentences[0].n)
+    sentences[0].set_tags({"xpos": [None] * sentences[0].n})
     vocabs = Vocabularies.from_sentences(sentences, tag_columns=COLUMNS)
     assert set(vocabs.tag_columns) == set(COLUMNS)
     assert vocabs.tag_columns["upos"].items == vocabs.tags.items
@@ -120,7 +119,7 @@ def test_vocabularies_hold_the_predicted_columns_and_read_old_checkpoints():
     plain = Vocabularies.from_sentences(sentences)
     assert "tag_columns" not in plain.to_data() and Vocabularies.from_data(plain.to_data()).tag_columns == {}
     for sentence in sentences:  # a treebank without FEATS teaches no FEATS
-        sentence.set_tags("feats", [None] * sentence.n)
+        sentence.set_tags({"feats": [None] * sentence.n})
     assert set(Vocabularies.from_sentences(sentences, tag_columns=COLUMNS).tag_columns) == {"upos", "xpos"}
 
 
@@ -156,7 +155,7 @@ def test_tag_heads_score_every_token_row(hidden):
 
 def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():
     sentences = tagged_sentences(4, seed=6)
-    sentences[1].set_tags("upos", [None] + sentences[1].upos[1:])  # a word without gold UPOS
+    sentences[1].set_tags({"upos": [None] + sentences[1].upos[1:]})  # a word without gold UPOS
     model = build_model(config_from_dict({"model": TAGGER_MODEL}), sentences)
     targets = tag_targets(model, sentences)
     starts = np.cumsum([0] + [s.n + 1 for s in sentences[:-1]])
@@ -294,6 +293,18 @@ def test_a_gold_tag_model_refuses_untagged_input_and_warns_about_gaps(gold_check
     write_conllu(strip_tags(tagged_sentences(2)), source)
     assert main(["parse", "-m", str(gold_checkpoint), str(source)]) == 1
     assert "error: the input has no UPOS tags" in capsys.readouterr().err
+
+
+def test_set_tags_rewrites_only_the_tag_columns():
+    sentence = mixed()[2]
+    sentence.set_tags({"upos": ["X", None], "feats": ["A=B", "_"]})
+    assert sentence.to_conllu().splitlines()[1:3] == ["1\tw6\tlemma\tX\t_\tA=B\t_\t_\t_\tSpaceAfter=No",
+                                                     "2\tw7\t_\t_\t_\t_\t_\t_\t_\t_"]
+    assert (sentence.upos, sentence.feats) == (["X", None], ["A=B", None])
+    with pytest.raises(ValueError, match="expected n = 2"):
+        sentence.set_tags({"xpos": ["a"]})
+    with pytest.raises(ValueError, match="contains whitespace"):
+        sentence.set_tags({"xpos": ["a b", "c"]})
 
 
 # -- plain text -----------------------------------------------------------------------------

@@ -22,6 +22,15 @@ a head, so the rule of DESIGN.md that headless words attach to the root
 never applies here.  Every non-final state has a legal action and every
 computation ends in a final state.
 
+Option ``tie_break`` (default ``"none"``): which of several zero-cost actions
+training takes as correct, as a list of actions, most preferred first (see
+the tie-break notes in :mod:`kgparser.transitions.base`).  Every computation
+shifts each word once and reduces it once, ``2n`` transitions, so
+``"shortest"`` would change nothing and is refused.  Zero-cost actions do
+tie, mostly reductions with each other (a word whose gold head is lost may
+hang from any neighbour; also ``left`` with ``left2``) and ``right`` with
+``shift``; an order such as ``[shift]`` or ``[left, right]`` settles them.
+
 Features: ``s0 s1 s2 s3 b0``.  ``left2``/``right2`` reach ``s2``, and after
 them the old ``s3`` becomes ``s2``, so ``s3`` lets the model see the word that
 the next degree-2 arc could reach.
@@ -34,7 +43,8 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, BufferReduction, FutureLoss, OverBudget
-from .base import NO_HEAD, ROOT, StackBufferState, StackBufferSystem, stack_top
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, StackBufferState, StackBufferSystem, TieBreakingOracle, stack_top,
+                   tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -52,20 +62,22 @@ class AttardiOptionError(KgparserError, ValueError):
 class Attardi(StackBufferSystem):
     """Option ``work_limit``: the work budget of one dynamic-oracle ``costs()``
     call, beyond which it falls back to an O(n) approximation (see
-    :class:`AttardiDynamicOracle`)."""
+    :class:`AttardiDynamicOracle`); option ``tie_break``: see the module
+    docstring."""
 
     actions = (SHIFT, LEFT, RIGHT, LEFT2, RIGHT2)
     arc_actions = frozenset({LEFT, RIGHT, LEFT2, RIGHT2})
     feature_names = ("s0", "s1", "s2", "s3", "b0")
 
-    def __init__(self, work_limit: int = WORK_LIMIT):
+    def __init__(self, work_limit: int = WORK_LIMIT, tie_break=TIE_BREAK_NONE):
         if isinstance(work_limit, bool) or not isinstance(work_limit, int) or work_limit < 0:
             raise AttardiOptionError(
                 f"attardi option 'work_limit' must be a non-negative integer, got {work_limit!r}")
         self.work_limit = work_limit
+        self.tie_break = tie_break_option(self.name, self.actions, tie_break, shortest=False)
 
     def options(self) -> dict:
-        return {"work_limit": self.work_limit}
+        return {"work_limit": self.work_limit, "tie_break": tie_break_value(self.tie_break)}
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         return _legal(state.stack, state.b <= len(state.heads) - 1)
@@ -104,7 +116,7 @@ class Attardi(StackBufferSystem):
         return AttardiStaticOracle(gold_heads)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "AttardiDynamicOracle":
-        return AttardiDynamicOracle(gold_heads, self.work_limit)
+        return AttardiDynamicOracle(gold_heads, self.work_limit, system=self, tie_break=self.tie_break)
 
 
 def _legal(stack: list[int], has_buffer: bool) -> list[str]:
@@ -233,7 +245,7 @@ class _MissingDependents:
         return sum(1 for k in self.kids[word] if heads[k] != word)
 
 
-class AttardiDynamicOracle:
+class AttardiDynamicOracle(TieBreakingOracle):
     """Costs by the two stages of Gómez-Rodríguez et al. (2014), section 5.
 
     For each legal action ``τ`` the loss of ``τ(c)`` is the wrong arcs already
@@ -266,9 +278,15 @@ class AttardiDynamicOracle:
     table cells visited and item pairs tried; a unit is about 1 µs); when it
     runs out, the call returns :meth:`approximate_costs` instead and counts
     it in ``self.fallbacks``.  ``work_limit=0`` always falls back.
+
+    :meth:`exact_costs` are these costs (exact or the fallback's);
+    :meth:`costs` adds the tie-break of the ``tie_break`` option.
     """
 
-    def __init__(self, gold_heads: Sequence[int], work_limit: int = WORK_LIMIT):
+    def __init__(self, gold_heads: Sequence[int], work_limit: int = WORK_LIMIT, *,
+                 system: "Attardi | None" = None, tie_break=TIE_BREAK_NONE):
+        self.system = system or Attardi(work_limit)
+        self.tie_break = tie_break
         self.gold = list(gold_heads)
         self.kids = children(gold_heads)
         self.buffer_reduction = BufferReduction(self.gold, self.kids)
@@ -279,7 +297,7 @@ class AttardiDynamicOracle:
         #: on one of those successors)
         self._previous: tuple[list[int], int, dict[str, int]] | None = None
 
-    def costs(self, state: StackBufferState) -> dict[str, int]:
+    def exact_costs(self, state: StackBufferState) -> dict[str, int]:
         stack, b = state.stack, state.b
         legal = _legal(stack, b < len(self.gold))
         if len(legal) == 1:

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .base import State, TransitionSystem, hamming_loss, resolved_heads
+from .base import State, TransitionSystem, hamming_loss, least_cost_actions, resolved_heads
 
 
 class ExactLoss:
@@ -192,24 +192,29 @@ def check_state_costs(system: TransitionSystem, oracle, state: State, gold_heads
 
 
 def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, truth: ExactLoss | None = None,
-                    shortest: bool = False, limit: int | None = None,
+                    shortest: bool = False, states: Iterable[State] | None = None, limit: int | None = None,
                     rng: random.Random | None = None) -> OracleReport:
     """Check the tie-break of ``system``'s dynamic oracle (see the notes in
     :mod:`kgparser.transitions.base`) against brute force (``truth``, default
-    the Hamming loss) on the states reachable for ``gold_heads``.
+    the Hamming loss) on ``states`` (default: those reachable for
+    ``gold_heads``, all of them or a sample of ``limit``).
 
     In every non-final state: (a) ``costs()`` exceeds ``exact_costs()`` by 0
     or 1 on each action, and its least-cost actions (``preferred()``) are a
     non-empty subset of the actions of least exact cost; (b) each preferred
     action keeps the brute-force loss, so, by induction over the states
     checked, every computation that follows preferred actions only ends at
-    the least loss of the state it starts from; (c) with ``shortest``, the
-    preferred actions are exactly those among the least-exact-cost ones after
-    which a least-loss computation is shortest."""
+    the least loss of the state it starts from; (c) with ``shortest``, a
+    least-loss computation is no longer after a preferred action than after
+    any action of least exact cost, and the preferred actions are all the
+    actions of least ``regularized_costs()`` (the system's own
+    regularization, if any) with that property."""
     truth = truth or ExactLoss(system, gold_heads)
     oracle = system.dynamic_oracle(gold_heads)
     report = OracleReport()
-    for state in reachable_states(system, len(gold_heads) - 1, limit=limit, rng=rng):
+    if states is None:
+        states = reachable_states(system, len(gold_heads) - 1, limit=limit, rng=rng)
+    for state in states:
         if not system.is_final(state):
             report.states += 1
             _check_state_tie_break(system, oracle, state, truth, shortest, report)
@@ -231,9 +236,12 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
         report.fail(f"preferred {preferred}: only {kept} keep the least loss {base}; {where}")
     if shortest:
         lengths = {a: truth.best(successor(system, state, a))[1] for a in zero}
-        shortest_ones = [a for a in zero if lengths[a] == min(lengths.values())]
-        if sorted(preferred) != sorted(shortest_ones):
-            report.fail(f"preferred {preferred} != shortest {shortest_ones} (lengths {lengths}); {where}")
+        if max(lengths[a] for a in preferred) > min(lengths.values()):
+            report.fail(f"preferred {preferred} are not the shortest (lengths {lengths}); {where}")
+        tied = least_cost_actions(oracle.regularized_costs(state, exact))
+        shortest_tied = [a for a in tied if lengths[a] == min(lengths[t] for t in tied)]
+        if sorted(preferred) != sorted(shortest_tied):
+            report.fail(f"preferred {preferred} != shortest of {tied}: {shortest_tied} (lengths {lengths}); {where}")
 
 
 def follow_preferred(system: TransitionSystem, oracle, state: State, rng: random.Random) -> State:
