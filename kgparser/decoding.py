@@ -37,6 +37,7 @@ from .constraints import ConstraintError, ConstraintFilter, forced_arc_labels
 from .errors import KgparserError
 from .model import Model
 from .model.features import flat_rows, positions_rows, state_rows
+from .model.tagger import best_tags
 from .tree_repair import to_valid_tree
 
 #: rows of states ahead on runs of the chain action that one MLP call may score, shared
@@ -160,8 +161,11 @@ def _collector_paused():
 
 
 def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints: Sequence | None = None,
-           unsatisfiable: list | None = None) -> list[tuple[list[int], list[str | None]]]:
-    """Greedy parses (valid trees) of ``sentences``, in their order.
+           unsatisfiable: list | None = None, tags: list | None = None) -> list[tuple[list[int], list[str | None]]]:
+    """Greedy parses (valid trees) of ``sentences``, in their order.  With
+    ``tags`` (a list as long as ``sentences``), the joint tagger's best tags of
+    each sentence (a dict per predicted column) are put there, from the same
+    BiLSTM pass.
 
     Constraints whose satisfiability was left to the decoder (filters made
     with ``check_satisfiable=False``) that no tree satisfies are dropped and
@@ -178,10 +182,15 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
                 chosen = order[start:start + batch_size]
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
                 failed: list = []
+                decoder = _BatchDecoder(model, [sentences[i] for i in chosen], batch_constraints, failed,
+                                        with_tags=tags is not None)
                 try:
-                    states = _BatchDecoder(model, [sentences[i] for i in chosen], batch_constraints, failed).run()
+                    states = decoder.run()
                 except DecodingError as error:
                     raise type(error)(chosen[error.index], error.problem) from None
+                if tags is not None:
+                    for i, predicted in zip(chosen, decoder.tags):
+                        tags[i] = predicted
                 for j in failed:
                     if unsatisfiable is None:
                         raise ConstraintError(f"sentence {chosen[j] + 1}: no projective tree satisfies "
@@ -202,8 +211,10 @@ class _BatchDecoder:
     is appended to ``failed`` and restarts without them (``constraints`` is
     updated)."""
 
-    def __init__(self, model: Model, sentences: Sequence, constraints: list | None, failed: list):
+    def __init__(self, model: Model, sentences: Sequence, constraints: list | None, failed: list,
+                 with_tags: bool = False):
         system = model.system
+        self.with_tags, self.tags = with_tags, None
         self.model, self.system, self.sentences = model, system, sentences
         self.constraints, self.failed = constraints, failed
         self.owners = [c.state_system if c is not None and c.state_system is not None else system
@@ -220,12 +231,15 @@ class _BatchDecoder:
     def run(self) -> list:
         system, states = self.system, self.states
         live = [i for i, state in enumerate(states) if not system.is_final(state)]
-        if not live:
+        if not live and not self.with_tags:
             return states
         network = self.model.network
         inputs = self.model.inputs(self.sentences)
         self.offsets, self.pad = inputs["offsets"], inputs["pad_row"]
-        self.projected = network.project(network.encode(inputs))
+        vectors, tag_scores = network.encode_all(inputs, with_tags=self.with_tags)
+        if self.with_tags:
+            self.tags = best_tags(self.model, tag_scores, self.sentences)
+        self.projected = network.project(vectors)
         while live:
             self._step(live)
             if self.constraints:

@@ -50,7 +50,7 @@ from .errors import KgparserError
 from .model import Model
 from .model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, load_checkpoint  # noqa: F401
 from .plaintext import is_text_format, read_tokenized
-from .tagging import TagReport, tag_for_parsing
+from .tagging import TagReport, parse_tagged
 from .tree_repair import to_valid_tree  # noqa: F401
 
 ON_BAD_CONSTRAINTS = ("error", "skip")
@@ -183,7 +183,6 @@ class Parser:
         """
         sentences = read_tokenized(data) if is_text_format(input_format) else self._sentences(data, lenient)
         self._warn_long(sentences)
-        decoder_input, self.tag_report = tag_for_parsing(self.model, sentences, tags, self.batch_size)
         self.constraint_report = ConstraintReport()
         entries, unsatisfiable = None, []
         with _collector_paused():  # the constraint checks, too, make short-lived acyclic objects
@@ -191,7 +190,8 @@ class Parser:
                 entries = self.decoding_constraints(sentences, constraints, on_bad_constraints,
                                                     defer_satisfiability=True)
             try:
-                trees = decode(self.model, decoder_input, self.batch_size, entries, unsatisfiable)
+                trees, self.tag_report = parse_tagged(self.model, sentences, tags, self.batch_size,
+                                                      constraints=entries, unsatisfiable=unsatisfiable)
             except DecodingError as error:
                 raise type(error)(error.index, error.problem,
                                   describe_sentence(sentences[error.index], error.index)) from None

@@ -67,11 +67,28 @@ class TagReport:
         return f"tags ({self.mode}): " + ("; ".join(parts) or "all taken from the input")
 
 
-def tag_for_parsing(model, sentences: list, mode: str = "auto", batch_size: int = 64) -> tuple[list, TagReport]:
-    """Check the input's tags for ``model``, predict the missing ones as ``mode`` says
-    and write them into ``sentences``; returns the sentences the decoder must read
-    (``sentences`` itself, or copies when the parser is to read other tags than
-    those written) and a :class:`TagReport`."""
+@dataclass
+class TagPlan:
+    """What the decoder reads and which predicted tags go where (:func:`plan_tags`).
+    The tags are predicted in the decoder's own BiLSTM pass
+    (``decode(..., tags=...)``): the tagger reads layers that do not depend on
+    the tags the parser reads, so one pass gives both."""
+
+    #: the sentences the decoder reads: the input itself, or copies holding other tags
+    decoder_input: list
+    report: TagReport
+    #: per predicted column, per sentence, which words get a predicted tag; None: none do
+    gaps: dict | None = None
+
+    def fill(self, sentences: list, predicted: list) -> None:
+        """Write the decoder's ``predicted`` tags (one dict per sentence) into the gaps."""
+        for i, (sentence, tags) in enumerate(zip(sentences, predicted)):
+            _fill_missing(sentence, tags, {column: masks[i] for column, masks in self.gaps.items()}, self.report)
+
+
+def plan_tags(model, sentences: list, mode: str = "auto") -> TagPlan:
+    """Check the input's tags for ``model`` and plan, as ``mode`` says, which the
+    decoder reads and which are predicted; see :class:`TagPlan`."""
     _check_mode(model, mode)
     report = TagReport(mode, sum(s.n for s in sentences))
     read = _read_column(model)
@@ -81,12 +98,25 @@ def tag_for_parsing(model, sentences: list, mode: str = "auto", batch_size: int 
     if read and not model.network.hierarchical:
         _check_input_tags(model, report, strict=mode != "input")
     if mode == "input" or not model.tag_columns:
-        return sentences, report
+        return TagPlan(sentences, report)
     decoder_input = sentences
     if model.network.hierarchical and (mode == "predict" or report.missing[read]):
         decoder_input = [_parser_view(s, read, mode) for s in sentences]
-    _fill_predictions(model, sentences, gaps, report, batch_size)
-    return decoder_input, report
+    return TagPlan(decoder_input, report, {column: gaps[column] for column in model.tag_columns})
+
+
+def parse_tagged(model, sentences: list, mode: str = "auto", batch_size: int = 64, **decode_options) -> tuple:
+    """Trees of ``sentences`` (as :func:`~kgparser.decoding.decode` gives them),
+    with the missing tags predicted and written in the same pass; returns
+    ``(trees, TagReport)``.  ``decode_options``: constraints and friends."""
+    from .decoding import decode
+
+    plan = plan_tags(model, sentences, mode)
+    predicted = [None] * len(sentences) if plan.gaps else None
+    trees = decode(model, plan.decoder_input, batch_size, tags=predicted, **decode_options)
+    if predicted is not None:
+        plan.fill(sentences, predicted)
+    return trees, plan.report
 
 
 def _check_mode(model, mode: str) -> None:
@@ -94,13 +124,6 @@ def _check_mode(model, mode: str) -> None:
         raise KgparserError(f"tags: expected one of {', '.join(TAG_MODES)}, got {mode!r}")
     if mode == "predict" and not model.tag_columns:
         raise KgparserError("--tags predict: this model has no tagger (train one with model.tagger.upos: true)")
-
-
-def _fill_predictions(model, sentences: list, gaps: dict, report: TagReport, batch_size: int) -> None:
-    """Tag the sentences with gaps in a predicted column (only those) and fill the gaps."""
-    to_tag = [i for i in range(len(sentences)) if any(any(gaps[c][i]) for c in model.tag_columns)]
-    for i, tags in zip(to_tag, predict_tags(model, [sentences[i] for i in to_tag], batch_size)):
-        _fill_missing(sentences[i], tags, {c: gaps[c][i] for c in model.tag_columns}, report)
 
 
 def predict_tags(model, sentences: Sequence, batch_size: int = 64) -> list[dict[str, list[str]]]:
@@ -127,15 +150,11 @@ def parse_untagged(model, sentences: Sequence, batch_size: int = 64) -> list:
     """Copies of gold ``sentences`` parsed as a user's text would be: the columns the
     model predicts are removed, then predicted (a model without a tagger parses the
     copies as they are).  What training reports on dev and test data."""
-    from .decoding import decode
-
     copies = [s.copy() for s in sentences]
-    decoder_input = copies
-    if model.tag_columns:
-        for sentence in copies:
-            sentence.set_tags({column: [None] * sentence.n for column in model.tag_columns})
-        decoder_input, _ = tag_for_parsing(model, copies, "auto", batch_size)
-    for sentence, (heads, labels) in zip(copies, decode(model, decoder_input, batch_size)):
+    for sentence in copies:
+        sentence.set_tags({column: [None] * sentence.n for column in model.tag_columns})
+    trees, _ = parse_tagged(model, copies, "auto", batch_size)
+    for sentence, (heads, labels) in zip(copies, trees):
         sentence.set_tree(heads, labels)
     return copies
 
@@ -168,7 +187,7 @@ def _check_input_tags(model, report: TagReport, strict: bool) -> None:
             f"model.tagger.{column}: true with model.tag_input: predicted (as configs/quickstart.yaml does), "
             f"or one that reads no tags: model.pos_dim: 0 (--tags input parses with unknown tags anyway)")
     warnings.warn(f"{missing} of {report.words} words have no {column.upper()} tag; the model reads them "
-                  f"as unknown tags", TagWarning, stacklevel=4)
+                  f"as unknown tags", TagWarning, stacklevel=5)
 
 
 def _parser_view(sentence, column: str, mode: str):
