@@ -50,6 +50,7 @@ import io
 import logging
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TextIO
 
@@ -471,10 +472,19 @@ def iter_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool =
     In lenient mode the errors of skipped sentences are appended to ``skipped``
     (when given) and logged.
     """
+    with opened_text(path) as (handle, source):
+        yield from _sentences(handle, source, lenient, require_tree, skipped)
+
+
+@contextmanager
+def opened_text(path: str | Path) -> Iterator[tuple[IO[str], str]]:
+    """The text of ``path`` (``-`` = stdin, ``.gz`` decompressed) and its name for
+    messages; what goes wrong while it is read (not UTF-8, a damaged or
+    truncated ``.gz``) becomes a one-line :class:`KgparserError` naming it."""
     source = _source_name(path)
     handle = _open_text(path)
     try:
-        yield from _sentences(handle, source, lenient, require_tree, skipped)
+        yield handle, source
     except UnicodeDecodeError as error:
         raise KgparserError(f"{source}: not valid UTF-8 ({error.reason})") from error
     except (OSError, EOFError) as error:  # a corrupt .gz file (OSError) or a truncated one (EOFError)

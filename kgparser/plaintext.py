@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from .conllu_io import Sentence, SentenceList, _open_text, _source_name
+from .conllu_io import Sentence, SentenceList, opened_text
 from .errors import KgparserError
 
 INPUT_FORMATS = ("conllu", "text")
@@ -31,17 +31,8 @@ def read_tokenized(source: str | Path | Iterable[str]) -> SentenceList:
     decompressed) or of an iterable of lines (e.g. a list of strings)."""
     if not isinstance(source, (str, Path)):
         return SentenceList(tokenized_sentences(source, "<text>"))
-    name = _source_name(source)
-    handle = _open_text(source)
-    try:
+    with opened_text(source) as (handle, name):
         return SentenceList(tokenized_sentences(handle, name))
-    except UnicodeDecodeError as error:
-        raise KgparserError(f"{name}: not valid UTF-8 ({error.reason})") from error
-    finally:
-        if str(source) == "-":
-            handle.detach()  # closing the wrapper would close the process's stdin
-        else:
-            handle.close()
 
 
 def tokenized_sentences(lines: Iterable[str], source: str) -> list[Sentence]:

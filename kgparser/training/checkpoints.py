@@ -27,7 +27,7 @@ import torch
 
 from .. import __version__
 from ..atomic import WriteError, atomic_path
-from ..parser import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
+from ..model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 
 BEST, LAST = "best.pt", "last.pt"
 #: free bytes under which a failed checkpoint write is reported as a full disk

@@ -25,7 +25,7 @@ from ..errors import KgparserError
 from ..locking import training_lock
 from ..model import Model
 from ..model.tagger import TAG_COLUMNS
-from ..parser import load_checkpoint
+from ..model.checkpoint import load_checkpoint
 from ..vocab import Vocabularies
 from . import distributed
 from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
