@@ -8,9 +8,12 @@ from __future__ import annotations
 import random
 
 from kgparser.transitions.checking import (
+    ExactLoss,
     buildable_trees,
     check_dynamic_oracle,
     check_static_oracle,
+    check_tie_break,
+    follow_preferred,
     gold_trees,
     zero_cost_trees,
 )
@@ -74,3 +77,43 @@ def assert_costs_keep_the_contract_on_nonprojective_gold(system, n=6, seed=5):
             assert set(costs) == set(system.legal_actions(state))
             assert all(isinstance(c, int) and c >= 0 for c in costs.values())
             system.apply(state, rng.choice(sorted(costs)))
+
+
+def late_states(system, n, rng, count, keep):
+    """``count`` distinct states for which ``keep(state)`` holds, met on random
+    computations (e.g. states late in the sentence, whose brute-force loss
+    needs only the rest of the search space)."""
+    found = {}
+    while len(found) < count:
+        state = system.initial_state(n)
+        while not system.is_final(state):
+            if keep(state):
+                found.setdefault(state.key(), state.copy())
+            system.apply(state, rng.choice(system.legal_actions(state)))
+    return list(found.values())[:count]
+
+
+def assert_tie_break(system, golds, *, truth=None, shortest=False, states=None, limit=None, seed=0):
+    """The tie-break of ``system``'s dynamic oracle passes
+    :func:`~kgparser.transitions.checking.check_tie_break` (a: a non-empty
+    subset of the zero-cost actions, b: each keeps the least loss, c: with
+    ``shortest``, exactly the shortest) on every gold tree, against
+    ``truth(system, gold)`` (default: brute-force Hamming loss), on
+    ``states(gold)`` or the reachable states (all, or ``limit`` sampled);
+    then computations that follow preferred actions from the start and from
+    the states checked end at each one's least loss.  Returns the number of
+    states checked."""
+    rng = random.Random(seed)
+    checked = 0
+    for gold in golds:
+        brute = truth(system, gold) if truth else ExactLoss(system, gold)
+        chosen = states(gold) if states else None
+        report = check_tie_break(system, gold, truth=brute, shortest=shortest, states=chosen, limit=limit, rng=rng)
+        assert not report.problems, "\n".join(report.problems[:5])
+        checked += report.states
+        oracle = system.dynamic_oracle(gold)
+        for start in (chosen or [system.initial_state(len(gold) - 1)])[:20]:
+            end = follow_preferred(system, oracle, start, rng)
+            assert brute.final_loss(end) == brute(start), (gold, start.key())
+    assert checked > 0
+    return checked

@@ -10,6 +10,7 @@ from harness import (
     assert_static_oracle_builds,
     assert_zero_cost_paths_reach_gold,
     coverage,
+    late_states,
 )
 from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD, ROOT, hamming_loss
@@ -47,8 +48,8 @@ def run(system, n, actions):
 
 
 def test_options_and_registry():
-    assert PAPER.options() == {"root_node": False}
-    assert ROOT_NODE.options() == {"root_node": True}
+    assert PAPER.options() == {"root_node": False, "tie_break": "none"}
+    assert ROOT_NODE.options() == {"root_node": True, "tie_break": "none"}
     assert PAPER.actions == ("shift", "no-arc", "left", "right")
 
 
@@ -157,19 +158,6 @@ def test_dynamic_oracle_with_root_node_is_exact_on_random_trees_up_to_five_words
     assert_exact_dynamic_oracle(ROOT_NODE, [4, 5], 2, trees=lambda n, rng: mixed_trees(n, rng, 2), seed=1)
 
 
-def late_states(system, n, rng, count, min_j):
-    """``count`` distinct states with ``j >= min_j`` met on random computations
-    (their brute-force loss needs only the rest of the search space)."""
-    found = {}
-    while len(found) < count:
-        state = system.initial_state(n)
-        while not system.is_final(state):
-            if state.j >= min_j:
-                found.setdefault(state.key(), state.copy())
-            system.apply(state, rng.choice(system.legal_actions(state)))
-    return list(found.values())[:count]
-
-
 @BOTH
 @pytest.mark.parametrize("n,min_j", [(6, 4), (7, 6)])
 def test_dynamic_oracle_is_exact_on_sampled_states_of_longer_sentences(system, n, min_j):
@@ -177,7 +165,7 @@ def test_dynamic_oracle_is_exact_on_sampled_states_of_longer_sentences(system, n
     checked = 0
     for gold in mixed_trees(n, rng, 2):
         truth, oracle = ExactLoss(system, gold), system.dynamic_oracle(gold)
-        for state in late_states(system, n, rng, 60, min_j):
+        for state in late_states(system, n, rng, 60, lambda s: s.j >= min_j):
             base = truth(state)
             expected = {a: truth(successor(system, state, a)) - base for a in system.legal_actions(state)}
             assert oracle.costs(state) == expected, (gold, state.key())

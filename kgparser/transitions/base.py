@@ -233,7 +233,8 @@ class StackBufferSystem(TransitionSystem):
 # lengthen the computation (Covington's no-arc while shift is free, 2-Planar's
 # switch or reduce), the model learns the long way round.  A *tie-break* is a
 # secondary cost that narrows the zero-cost actions without ever changing
-# which actions are optimal for the primary (Hamming) loss:
+# which actions are optimal for the primary loss (the Hamming loss, or the
+# loss the paper's oracle is exact for, e.g. 2-Planar's relative to planes):
 #
 # * ``exact_costs(state)``: the primary costs, exact as the papers give them;
 # * ``costs(state)``: the same plus 1 on each zero-cost action the secondary

@@ -208,7 +208,8 @@ def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, trut
     least-loss computation is no longer after a preferred action than after
     any action of least exact cost, and the preferred actions are all the
     actions of least ``regularized_costs()`` (the system's own
-    regularization, if any) with that property."""
+    regularization, if any) with that property; ``remaining_length()`` is
+    the length of a shortest least-loss computation."""
     truth = truth or ExactLoss(system, gold_heads)
     oracle = system.dynamic_oracle(gold_heads)
     report = OracleReport()
@@ -235,6 +236,9 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
     if kept != preferred:
         report.fail(f"preferred {preferred}: only {kept} keep the least loss {base}; {where}")
     if shortest:
+        length = oracle.remaining_length(state)
+        if length != truth.best(state)[1]:
+            report.fail(f"remaining_length {length} != brute force {truth.best(state)[1]}; {where}")
         lengths = {a: truth.best(successor(system, state, a))[1] for a in zero}
         if max(lengths[a] for a in preferred) > min(lengths.values()):
             report.fail(f"preferred {preferred} are not the shortest (lengths {lengths}); {where}")
@@ -242,6 +246,25 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
         shortest_tied = [a for a in tied if lengths[a] == min(lengths[t] for t in tied)]
         if sorted(preferred) != sorted(shortest_tied):
             report.fail(f"preferred {preferred} != shortest of {tied}: {shortest_tied} (lengths {lengths}); {where}")
+
+
+def lengthening_ties(truth: ExactLoss, states: Iterable[State]) -> tuple[int, int]:
+    """``(ties, lengthening)``: among ``states``, how many have several
+    actions of least brute-force loss, and in how many of those a least-loss
+    computation is longer after some of them than after others (where a
+    ``tie_break="shortest"`` changes what training takes as correct)."""
+    system = truth.system
+    ties = lengthening = 0
+    for state in states:
+        if system.is_final(state):
+            continue
+        after = [truth.best(successor(system, state, a)) for a in truth.moves(state)]
+        least = min(loss for loss, _ in after)
+        lengths = {length for loss, length in after if loss == least}
+        tied = sum(1 for loss, _ in after if loss == least) > 1
+        ties += tied
+        lengthening += tied and len(lengths) > 1
+    return ties, lengthening
 
 
 def follow_preferred(system: TransitionSystem, oracle, state: State, rng: random.Random) -> State:

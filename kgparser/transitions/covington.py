@@ -282,10 +282,11 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         down to the leftmost partner ``x`` of ``r`` among those arcs (``i - x
         + 1`` moves for ``r = j``, ``r - x`` later) and shifts.  Dropping the
         arc to that partner saves the moves down to the next one.  The
-        unbuilt arcs at one ``r`` that lie on cycles are on one cycle (two
-        would be arcs into two tree roots pointing at the root of ``r``'s
-        tree, which is on at most one cycle and has one predecessor there),
-        so each cycle drops the arc that saves most, independently."""
+        unbuilt arcs at one ``r`` that lie on cycles lie on one cycle: each
+        goes into ``r`` (a tree root then) or into a tree root whose edge in
+        the cycle graph ends at the root of ``r``'s tree, so every such cycle
+        passes that root, which is on at most one.  So each cycle drops the
+        arc that saves most, independently of the others."""
         n = len(self.gold) - 1
         if state.j > n:
             return 0

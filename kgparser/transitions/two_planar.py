@@ -437,11 +437,20 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         self.regularize_switch = regularize_switch
         self.system = system or TwoPlanar(regularize_switch)
         self.tie_break = tie_break
+        #: gold arcs left out of the 2-planar subset, lost in every configuration
+        self.dropped = sum(1 for d, h in enumerate(gold_heads) if d and self.canon.heads[d] != h)
         heads = self.canon.heads
         # starting_at[w]: the gold arcs (by dependent) whose left end is w
         self.starting_at: list[list[int]] = [[] for _ in range(len(heads))]
         for d in word_arcs(heads):
             self.starting_at[min(d, heads[d])].append(d)
+
+    def final_loss(self, state: TwoPlanarState) -> int:
+        """The loss of a final state relative to the canonical planes: gold
+        arcs not built in their plane (those left out of the 2-planar subset
+        included) and gold root words with a head."""
+        now = _Outlook(self.canon, state)
+        return self.dropped + sum(now.lost(d) for d in range(1, len(state.heads)))
 
     def exact_costs(self, state: TwoPlanarState) -> dict[str, int]:
         """Cost of each legal action.  ``switch`` costs the least loss change
@@ -542,7 +551,10 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
 
     def _plan_length(self, state: TwoPlanarState) -> int:
         """Length of the lazy computation from a state not just reached by
-        ``switch``, least over the choice of the arc each cycle drops."""
+        ``switch``, least over the choice of the arc each cycle drops (tried
+        in every combination: cycles are rare, e.g. following the oracle
+        with 10-60% random actions on 800 Turkish-IMST sentences, 154 of
+        21,035 states had one and none had two)."""
         now = _Outlook(self.canon, state)
         n = len(state.heads) - 1
         needed = [d for d in range(1, n + 1) if now.target(d) != NO_HEAD]
