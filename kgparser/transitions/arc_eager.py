@@ -221,7 +221,7 @@ class ArcEagerDynamicOracle(_GoldTree):
         return ROOT < word < state.b and not state.popped[word]
 
     def costs(self, state: ArcEagerState) -> dict[str, int]:
-        gold, stack, heads, b = self.gold, state.stack, state.heads, state.b
+        gold, stack, b = self.gold, state.stack, state.b
         costs = {}
         for action in self.system.legal_actions(state):
             if action == SHIFT:

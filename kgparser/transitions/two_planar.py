@@ -86,16 +86,16 @@ first buffer word and the top two words of the inactive stack:
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from itertools import product
 from typing import Sequence
 
 from . import register
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, penalize,
+from ._two_planar_outlook import Outlook, arc_change, covered_words, gold_cycles, lazy_switches, unreachable_change
+from ._two_planar_planes import NO_PLANE, canonical_planes, is_two_planar, two_planar_subset, word_arcs
+from .base import (NO_HEAD, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, penalize,
                    tie_break_option, tie_break_value)
 
 SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
-NO_PLANE = -1
 
 
 class TwoPlanarState(State):
@@ -220,147 +220,7 @@ class TwoPlanar(TransitionSystem):
 
 # --- planes -----------------------------------------------------------------
 
-def _span(heads: Sequence[int], dep: int) -> tuple[int, int]:
-    head = heads[dep]
-    return (head, dep) if head < dep else (dep, head)
-
-
-def word_arcs(heads: Sequence[int]) -> list[int]:
-    """Dependents of the arcs between two words (root arcs and missing heads
-    excluded); an arc is named by its dependent."""
-    return [d for d in range(1, len(heads)) if heads[d] != NO_HEAD and heads[d] != ROOT]
-
-
-def crossing_graph(heads: Sequence[int], deps: Sequence[int] | None = None) -> dict[int, list[int]]:
-    """``graph[d]``: the arcs (named by dependent) among ``deps`` (default: all
-    word-to-word arcs) that cross the arc into ``d``.  Two arcs cross when
-    exactly one end of one lies strictly inside the other; arcs sharing an end
-    never cross."""
-    deps = word_arcs(heads) if deps is None else list(deps)
-    spans = sorted((_span(heads, d), d) for d in deps)
-    graph: dict[int, list[int]] = {d: [] for d in deps}
-    for i, ((lo1, hi1), d1) in enumerate(spans):
-        for (lo2, hi2), d2 in spans[i + 1:]:
-            if lo2 >= hi1:
-                break
-            if lo1 < lo2 < hi1 < hi2:
-                graph[d1].append(d2)
-                graph[d2].append(d1)
-    return graph
-
-
-def is_two_planar(heads: Sequence[int]) -> bool:
-    """True iff the word-to-word arcs split into two sets of non-crossing arcs,
-    i.e. their crossing graph is bipartite (Gómez-Rodríguez & Nivre 2010,
-    section 2)."""
-    graph = crossing_graph(heads)
-    colour: dict[int, int] = {}
-    for start in graph:
-        if start in colour:
-            continue
-        colour[start] = 0
-        todo = [start]
-        while todo:
-            arc = todo.pop()
-            for other in graph[arc]:
-                if other not in colour:
-                    colour[other] = 1 - colour[arc]
-                    todo.append(other)
-                elif colour[other] == colour[arc]:
-                    return False
-    return True
-
-
-def two_planar_subset(heads: Sequence[int]) -> list[int]:
-    """The gold tree with the arcs that break 2-planarity removed (their
-    dependents get :data:`NO_HEAD`): word-to-word arcs are kept shortest first
-    (ties: leftmost first) as long as the kept arcs' crossing graph stays
-    bipartite, checked with a union-find that records each arc's parity
-    relative to its component's representative.  A 2-planar tree comes back
-    unchanged."""
-    kept = list(heads)
-    parent: dict[int, int] = {}
-    parity: dict[int, int] = {}
-
-    def find(arc: int) -> tuple[int, int]:
-        """Representative of ``arc``'s component and ``arc``'s parity to it."""
-        par = 0
-        while parent[arc] != arc:
-            par ^= parity[arc]
-            arc = parent[arc]
-        return arc, par
-
-    order = sorted(word_arcs(heads), key=lambda d: (_span(heads, d)[1] - _span(heads, d)[0], _span(heads, d)))
-    placed: list[int] = []
-    for dep in order:
-        lo, hi = _span(heads, dep)
-        crossing = [d for d in placed if _crosses(_span(heads, d), (lo, hi))]
-        # each component touched must see the new arc opposite to all its crossing arcs
-        wanted: dict[int, int] = {}
-        consistent = True
-        for other in crossing:
-            top, par = find(other)
-            if wanted.setdefault(top, par) != par:
-                consistent = False
-                break
-        if not consistent:
-            kept[dep] = NO_HEAD
-            continue
-        parent[dep], parity[dep] = dep, 0
-        for top, par in wanted.items():
-            # new arc gets parity 0 in its own component; make top's parity so
-            # that every crossing arc ends up with parity 1 relative to ``dep``
-            parent[top], parity[top] = dep, 1 ^ par
-        placed.append(dep)
-    return kept
-
-
-def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] < b[0] < a[1] < b[1] or b[0] < a[0] < b[1] < a[1]
-
-
-def canonical_planes(heads: Sequence[int]) -> list[int]:
-    """The canonical plane (0 or 1) of each word-to-word arc of a 2-planar
-    tree, named by dependent; :data:`NO_PLANE` for root arcs and missing heads.
-
-    The planes the static oracle builds the arcs in, starting with plane 0
-    active (see the module docstring): for ``b = 1..n``, the arcs ``(x, b)``,
-    ``x < b``, nearest ``x`` first; an arc whose crossing-graph component has
-    no plane yet gives it one, the arc going to the active plane; afterwards
-    the active plane flips if some arc of ``b`` is in the other plane."""
-    n = len(heads) - 1
-    deps = word_arcs(heads)
-    graph = crossing_graph(heads, deps)
-    ending_at: list[list[int]] = [[] for _ in range(n + 1)]
-    for d in deps:
-        lo, hi = _span(heads, d)
-        ending_at[hi].append(d)
-    plane = [NO_PLANE] * (n + 1)
-    active = 0
-    for b in range(1, n + 1):
-        arcs_here = sorted(ending_at[b], key=lambda d: -_span(heads, d)[0])
-        for d in arcs_here:
-            if plane[d] == NO_PLANE:
-                _colour_component(graph, plane, d, active)
-        if any(plane[d] != active for d in arcs_here):
-            active = 1 - active
-    return plane
-
-
-def _colour_component(graph: dict[int, list[int]], plane: list[int], start: int, colour: int) -> None:
-    """Give ``start`` plane ``colour`` and the arcs crossing it, transitively,
-    alternate planes (the component is bipartite)."""
-    plane[start] = colour
-    todo = [start]
-    while todo:
-        arc = todo.pop()
-        for other in graph[arc]:
-            if plane[other] == NO_PLANE:
-                plane[other] = 1 - plane[arc]
-                todo.append(other)
-
-
-class _CanonicalGold:
+class CanonicalGold:
     """A gold tree reduced to a 2-planar subset, with its canonical planes:
     ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent and
     ``ending_at[b]``: the gold arcs ``(x, b)`` with ``x < b``, nearest first."""
@@ -385,7 +245,7 @@ class TwoPlanarStaticOracle:
     the 2-planar subset (the dropped words end attached to the root)."""
 
     def __init__(self, gold_heads: Sequence[int]):
-        self.canon = _CanonicalGold(gold_heads)
+        self.canon = CanonicalGold(gold_heads)
 
     def _pending(self, state: TwoPlanarState, plane: int) -> bool:
         """Some gold arc between ``b0`` and an earlier word, in ``plane``, is not built."""
@@ -425,15 +285,15 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
 
     An action's cost is the change of that loss, found where the action can
     change it; no loss is evaluated in full.  ``shift`` and ``reduce`` build
-    nothing and only make gold arcs unreachable (:func:`_unreachable_change`);
+    nothing and only make gold arcs unreachable (:func:`unreachable_change`);
     ``left`` and ``right`` build one arc, which changes the loss only at its
-    dependent and at the root of its head's tree (:func:`_arc_change`).
+    dependent and at the root of its head's tree (:func:`arc_change`).
     ``switch`` and the state just reached by ``switch`` are handled as in
     :meth:`costs`."""
 
     def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True,
                  system: "TwoPlanar | None" = None, tie_break=TIE_BREAK_NONE):
-        self.canon = _CanonicalGold(gold_heads)
+        self.canon = CanonicalGold(gold_heads)
         self.regularize_switch = regularize_switch
         self.system = system or TwoPlanar(regularize_switch)
         self.tie_break = tie_break
@@ -449,7 +309,7 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         """The loss of a final state relative to the canonical planes: gold
         arcs not built in their plane (those left out of the 2-planar subset
         included) and gold root words with a head."""
-        now = _Outlook(self.canon, state)
+        now = Outlook(self.canon, state)
         return self.dropped + sum(now.lost(d) for d in range(1, len(state.heads)))
 
     def exact_costs(self, state: TwoPlanarState) -> dict[str, int]:
@@ -460,7 +320,7 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         by ``switch`` the costs are taken against the least change of the
         remaining actions, so that they are exact for the parser with the
         control constraint."""
-        now = _Outlook(self.canon, state)
+        now = Outlook(self.canon, state)
         shift = self._shift_change(state, now)
         changes = self._stack_changes(state, state.active, now, shift)
         if state.switched:
@@ -483,17 +343,17 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         only least-cost action, :func:`~.base.penalize`; the exhaustive tests
         meet no such state.)"""
         if (not self.regularize_switch or SWITCH not in costs
-                or self._switch_needed(state, _Outlook(self.canon, state))):
+                or self._switch_needed(state, Outlook(self.canon, state))):
             return costs
         return penalize(costs, {SWITCH})
 
-    def _shift_change(self, state: TwoPlanarState, now: "_Outlook") -> int:
+    def _shift_change(self, state: TwoPlanarState, now: "Outlook") -> int:
         """Loss change of ``shift``: ``b0`` leaves the buffer (onto both
         stacks), so the gold arcs between it and an earlier word that are not
         built yet become unreachable."""
-        return _unreachable_change(now, self.canon.ending_at[state.b])
+        return unreachable_change(now, self.canon.ending_at[state.b])
 
-    def _stack_changes(self, state: TwoPlanarState, plane: int, now: "_Outlook", shift: int) -> dict[str, int]:
+    def _stack_changes(self, state: TwoPlanarState, plane: int, now: "Outlook", shift: int) -> dict[str, int]:
         """Loss change of ``shift`` (given) and of each legal ``left``,
         ``right`` and ``reduce`` taken with stack ``plane`` active.
         ``reduce`` makes the gold arcs of ``plane`` that start at the popped
@@ -506,18 +366,18 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         s0 = stack[-1]
         top_of_b, top_of_s0 = now.root(b), now.root(s0)
         if heads[s0] == NO_HEAD and top_of_b != s0:
-            changes[LEFT] = _arc_change(now, _Outlook(canon, state, arc=(b, s0, plane)), s0, top_of_b)
+            changes[LEFT] = arc_change(now, Outlook(canon, state, arc=(b, s0, plane)), s0, top_of_b)
         if heads[b] == NO_HEAD and top_of_s0 != b:
-            changes[RIGHT] = _arc_change(now, _Outlook(canon, state, arc=(s0, b, plane)), b, top_of_s0)
+            changes[RIGHT] = arc_change(now, Outlook(canon, state, arc=(s0, b, plane)), b, top_of_s0)
         gplane = canon.plane
-        changes[REDUCE] = _unreachable_change(now, [d for d in self.starting_at[s0] if gplane[d] == plane])
+        changes[REDUCE] = unreachable_change(now, [d for d in self.starting_at[s0] if gplane[d] == plane])
         return changes
 
-    def _switch_needed(self, state: TwoPlanarState, now: "_Outlook") -> bool:
+    def _switch_needed(self, state: TwoPlanarState, now: "Outlook") -> bool:
         return (not self._has_work(state, state.active, now)
                 and self._has_work(state, 1 - state.active, now))
 
-    def _has_work(self, state: TwoPlanarState, plane: int, now: "_Outlook") -> bool:
+    def _has_work(self, state: TwoPlanarState, plane: int, now: "Outlook") -> bool:
         """Some gold arc ``(x, b0)`` of ``plane`` with ``x`` on that plane's
         stack is not built and still individually reachable."""
         gplane = self.canon.plane
@@ -555,10 +415,10 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         in every combination: cycles are rare, e.g. following the oracle
         with 10-60% random actions on 800 Turkish-IMST sentences, 154 of
         21,035 states had one and none had two)."""
-        now = _Outlook(self.canon, state)
+        now = Outlook(self.canon, state)
         n = len(state.heads) - 1
         needed = [d for d in range(1, n + 1) if now.target(d) != NO_HEAD]
-        cycles = _cycles(now, needed)
+        cycles = gold_cycles(now, needed)
         rest = min(self._stack_work(state, needed, set(drop)) for drop in product(*cycles))
         return n - state.b + 1 + len(needed) - len(cycles) + rest
 
@@ -578,179 +438,4 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
                 inside[gplane[d]][lo + 1] += 1
                 inside[gplane[d]][hi] -= 1
                 work.setdefault(hi, set()).add(gplane[d])
-        return _covered_words(inside, state.stacks, b) + _lazy_switches(work, state.active)
-
-
-def _cycles(now: "_Outlook", needed: Sequence[int]) -> list[list[int]]:
-    """The cycles of ``A ∪ I1 ∪ I2``, each as the dependents of its arcs not
-    built yet (tree roots whose gold arc is reachable, ``needed``), found
-    by following :meth:`_Outlook.target` from each once."""
-    mark = dict.fromkeys(needed, 0)  # 0 unseen, 1 on the current walk, 2 done
-    cycles = []
-    for start in needed:
-        walk, node = [], start
-        while mark.get(node) == 0:
-            mark[node] = 1
-            walk.append(node)
-            node = now.target(node)
-        if mark.get(node) == 1:
-            cycles.append(walk[walk.index(node):])
-        for w in walk:
-            mark[w] = 2
-    return cycles
-
-
-def _covered_words(inside: tuple[list[int], list[int]], stacks, b: int) -> int:
-    """Words strictly inside some arc of their plane (``inside[p]``: a
-    difference array of arc interiors) that are on that plane's stack or not
-    shifted yet: the reduces of the lazy computation."""
-    count = 0
-    for plane in (0, 1):
-        on_stack = set(stacks[plane])
-        depth = 0
-        for w, step in enumerate(inside[plane]):
-            depth += step
-            if depth and (w >= b or w in on_stack):
-                count += 1
-    return count
-
-
-def _lazy_switches(work: dict[int, set[int]], active: int) -> int:
-    """Switches needed to be in each plane of ``work[y]`` while ``y`` is
-    ``b0``, in order of ``y``, starting in plane ``active``: finishing the
-    active plane first and then switching is never worse than switching
-    twice."""
-    switches = 0
-    for y in sorted(work):
-        planes = work[y]
-        if planes != {active}:
-            switches += 1
-            active = 1 - active
-    return switches
-
-
-def _unreachable_change(now: "_Outlook", arcs: Sequence[int]) -> int:
-    """Loss change of an action that builds nothing and makes the gold arcs
-    into ``arcs`` (dependents) unreachable unless built, and nothing else
-    (trees stay as they are): each one still reachable now is lost, and the
-    graph ``A ∪ I1 ∪ I2`` loses it, which breaks the cycles through it (each
-    through its dependent, a tree root) and makes no new one."""
-    gone = [d for d in arcs if now.target(d) != NO_HEAD]
-    return len(gone) - now.cycles_through(gone)
-
-
-def _arc_change(now: "_Outlook", after: "_Outlook", dep: int, top: int) -> int:
-    """Loss change of building the arc into the headless ``dep`` (``after``)
-    whose head's tree has root ``top``.  Only ``dep``'s own arc changes its
-    status (built right, or lost), and only ``top`` can now have its gold
-    head in its own tree (acyclicity).  Every other tree root keeps its edge
-    in ``A ∪ I1 ∪ I2``, except that the edges into ``dep``'s tree now reach
-    ``top``, whose tree absorbs it; so the cycles that disappear or appear
-    are those through ``dep`` or ``top``."""
-    words = (dep, top)
-    lost = sum(after.lost(d) - now.lost(d) for d in words)
-    return lost + after.cycles_through(words) - now.cycles_through(words)
-
-
-class _Outlook:
-    """What the loss of a configuration depends on, for the configuration
-    itself or the one an action leads to (without building it): the buffer
-    starts at ``first`` (``b + 1`` after a shift, which puts ``b`` on both
-    stacks), ``popped = (plane, word)`` has left that stack, ``arc = (head,
-    dep, plane)`` has been built.  Stacks hold words in increasing order, so
-    membership is a binary search."""
-
-    __slots__ = ("gold", "gplane", "heads", "plane", "stacks", "b", "first",
-                 "popped_plane", "popped", "arc_head", "arc_dep", "arc_plane", "_targets")
-
-    def __init__(self, canon: _CanonicalGold, state: TwoPlanarState, *, first: int | None = None,
-                 popped: tuple[int, int] = (NO_PLANE, NO_HEAD),
-                 arc: tuple[int, int, int] = (NO_HEAD, NO_HEAD, NO_PLANE)):
-        self.gold, self.gplane = canon.heads, canon.plane
-        self.heads, self.plane, self.stacks, self.b = state.heads, state.plane, state.stacks, state.b
-        self.first = state.b if first is None else first
-        self.popped_plane, self.popped = popped
-        self.arc_head, self.arc_dep, self.arc_plane = arc
-        self._targets: dict[int, int] = {}
-
-    def root(self, word: int) -> int:
-        """The headless word at the top of ``word``'s tree."""
-        heads, dep = self.heads, self.arc_dep
-        while True:
-            head = heads[word]
-            if head == NO_HEAD:
-                if word != dep:
-                    return word
-                head = self.arc_head
-            word = head
-
-    def _on_stack(self, plane: int, word: int) -> bool:
-        if word == self.popped and plane == self.popped_plane:
-            return False
-        stack = self.stacks[plane]
-        at = bisect_left(stack, word)
-        return at < len(stack) and stack[at] == word
-
-    def target(self, dep: int) -> int:
-        """The edge out of ``dep`` in ``A ∪ I1 ∪ I2`` up to the built arcs:
-        for a headless ``dep`` whose gold arc is individually reachable, the
-        root of its gold head's tree; else :data:`NO_HEAD`."""
-        found = self._targets.get(dep)
-        if found is None:
-            found = self._targets[dep] = self._find_target(dep)
-        return found
-
-    def _find_target(self, dep: int) -> int:
-        gold = self.gold[dep]
-        if gold == ROOT or gold == NO_HEAD or dep == self.arc_dep or self.heads[dep] != NO_HEAD:
-            return NO_HEAD
-        lo, hi = (gold, dep) if gold < dep else (dep, gold)
-        if hi < self.first or (lo < self.b and not self._on_stack(self.gplane[dep], lo)):
-            return NO_HEAD
-        top = self.root(gold)
-        return NO_HEAD if top == dep else top
-
-    def lost(self, dep: int) -> int:
-        """1 if the gold arc into ``dep`` counts as lost: in ``U1 ∪ U2``, or
-        a gold root word with a head; else 0.  (Arcs dropped from a
-        non-2-planar tree are lost in every configuration and never change
-        the loss.)"""
-        gold = self.gold[dep]
-        if dep == self.arc_dep:
-            head, plane = self.arc_head, self.arc_plane
-        else:
-            head, plane = self.heads[dep], self.plane[dep]
-        if head != NO_HEAD:
-            if gold == ROOT:
-                return 1
-            return int(gold != NO_HEAD and (head != gold or plane != self.gplane[dep]))
-        return int(gold != ROOT and gold != NO_HEAD and self.target(dep) == NO_HEAD)
-
-    def cycle_from(self, dep: int) -> list[int]:
-        """The tree roots on the cycle of ``A ∪ I1 ∪ I2`` through the tree
-        root ``dep``, or ``[]`` when there is none (or ``dep`` has a head).
-        Cycles are followed from root to root, from dependent to head."""
-        walk, seen = [dep], {dep}
-        top = self.target(dep)
-        while top != NO_HEAD:
-            if top == dep:
-                return walk
-            if top in seen:
-                return []
-            walk.append(top)
-            seen.add(top)
-            top = self.target(top)
-        return []
-
-    def cycles_through(self, words: Sequence[int]) -> int:
-        """How many distinct cycles of ``A ∪ I1 ∪ I2`` go through one of the
-        tree roots among ``words``."""
-        on_cycle: set[int] = set()
-        count = 0
-        for dep in words:
-            if dep not in on_cycle:
-                cycle = self.cycle_from(dep)
-                if cycle:
-                    count += 1
-                    on_cycle.update(cycle)
-        return count
+        return covered_words(inside, state.stacks, b) + lazy_switches(work, state.active)
