@@ -91,3 +91,35 @@ def test_two_processes_train_a_model_that_parses_and_resumes_with_one(tmp_path, 
     assert "trained by 2 process(es), resumed by 1" in capsys.readouterr().err
     epochs = [json.loads(line).get("epoch") for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert epochs == [1, 2, 3]
+
+
+def test_shares_put_batches_of_similar_cost_in_one_round():
+    batches = [[i] * size for i, size in enumerate([5, 1, 9, 2, 8, 6])]
+    shares = [share(batches, World(rank, 2)) for rank in range(2)]
+    rounds = list(zip(*shares))
+    assert [sorted(map(len, r)) for r in rounds] == [[5, 6], [1, 2], [8, 9]]  # in the order of their first batch
+    assert sorted(b[0] for s in shares for b in s) == list(range(6))
+
+
+SPARSE_ROWS = r"""
+import sys, torch, torch.distributed as dist
+from kgparser.training.distributed import GradientAverager, start, world_from_environment
+world = world_from_environment()
+start(world, "cpu")
+table, dense = torch.nn.Parameter(torch.zeros(6, 2)), torch.nn.Parameter(torch.zeros(3))
+grad = torch.zeros(6, 2)
+grad[[1, 4] if world.rank == 0 else [4, 5]] = torch.tensor([[2.0, 4.0], [6.0, 8.0]])
+table.grad, dense.grad = grad, torch.full((3,), float(world.rank))
+GradientAverager([table, dense], world, row_sparse=[table])()
+sys.stdout.write(f"{table.grad.tolist()} {dense.grad.tolist()}\n")
+sys.stdout.flush()
+dist.destroy_process_group()
+"""
+
+
+def test_embedding_rows_are_averaged_like_the_dense_gradients():
+    done = _torchrun(SPARSE_ROWS)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    expected = "[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0], [0.0, 0.0], [4.0, 6.0], [3.0, 4.0]] [0.5, 0.5, 0.5]"
+    assert lines == [expected] * 2

@@ -256,7 +256,8 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
         if trainer.average is not None:
             trainer.average.restore(data["training"]["average"])
     if world.distributed:
-        trainer.synchronize = distributed.GradientAverager(model.network.parameters(), world)
+        trainer.synchronize = distributed.GradientAverager(model.network.parameters(), world,
+                                                           row_sparse=model.network.embedding_tables())
     return trainer, start_epoch, best_las, best_epoch
 
 
@@ -355,7 +356,9 @@ def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config,
     cfg = config.training
     seed = epoch_seed(config.seed, epoch)
     rng = random.Random(seed)
-    batches = distributed.share(length_batches([e.sentence.n for e in examples], cfg.batch_size, rng), world)
+    lengths = [e.sentence.n for e in examples]
+    batches = distributed.share(length_batches(lengths, cfg.batch_size, rng), world,
+                                cost=lambda batch: sum(lengths[i] for i in batch))
     if world.rank:
         seed = epoch_seed(config.seed + world.rank * 1_000_033, epoch)
         rng = random.Random(seed)
