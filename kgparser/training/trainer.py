@@ -11,7 +11,10 @@ loss (identical to summing the per-step losses, with a single backward).
 
 Correct transitions: ``static`` -- the static oracle's action with the gold
 label; ``dynamic`` -- every legal action of least cost (zero for trees the
-system can build), arcs with the gold label of their dependent;
+system can build; with a system's ``tie_break`` or ``regularize_switch``
+option, ``costs()`` adds 1 to the zero-cost actions it does not prefer, so
+the least-cost ones are the preferred subset), arcs with the gold label of
+their dependent;
 ``static-dynamic`` -- when the static oracle picks one of the system's
 ``static_actions`` that action alone, else the least-cost actions other than
 those (which are never followed by exploration).
