@@ -27,7 +27,6 @@ UNBOUNDED = 10 ** 12
 
 def follow(system, oracles: dict, gold, rng: random.Random, shift: float, tally: dict) -> None:
     """One computation; ``oracles`` maps each budget to its oracle for ``gold``."""
-    exact = oracles[UNBOUNDED]
     state = system.initial_state(len(gold) - 1)
     while not system.is_final(state):
         for limit, oracle in oracles.items():

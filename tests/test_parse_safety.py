@@ -97,7 +97,7 @@ def test_cli_reports_skipped_sentences(checkpoint, tmp_path, capsys):
     output = tmp_path / "out.conllu"
     assert main(["parse", "-m", str(checkpoint), str(source), "-o", str(output), "--lenient"]) == 0
     err = capsys.readouterr().err
-    assert f"skipped 2 sentence(s) that cannot be read, missing from the output" in err
+    assert "skipped 2 sentence(s) that cannot be read, missing from the output" in err
     assert f"the first: {source}:6: expected 10 TAB-separated columns" in err
     assert main(["parse", "-m", str(checkpoint), str(source), "-o", str(output), "--keep-skipped"]) == 0
     assert "written back unchanged" in capsys.readouterr().err

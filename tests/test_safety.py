@@ -13,7 +13,7 @@ import torch
 from kgparser import atomic
 from kgparser.cli import main
 from kgparser.conllu_io import parse_conllu, write_conllu
-from kgparser.locking import LockBusy, exclusive_lock, training_lock
+from kgparser.locking import LockBusy, exclusive_lock
 from kgparser.training import TrainingError, train
 from kgparser.training.monitor import MetricsFile
 from test_cli_train_parse import write_config
