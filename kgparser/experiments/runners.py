@@ -247,7 +247,7 @@ def _execute_locked(job: Job, out: Path) -> dict:
     else:
         for name in (LAST, BEST):
             (out / name).unlink(missing_ok=True)
-    (out / STARTED).write_text(job.fingerprint, encoding="utf-8")
+    write_text(out / STARTED, job.fingerprint)
     environment = run_environment()
     _call(train, log, job.threads, "training", job)
     if job.test:

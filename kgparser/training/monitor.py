@@ -3,7 +3,6 @@ and a JSON-lines metrics file (one record per epoch)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -64,20 +63,21 @@ class MetricsFile:
     """JSON lines, one record per epoch (and a final one with test scores); on resume,
     records after the resumed epoch and final records are dropped.
 
-    Each record is flushed to disk as it is written.  A last line cut short by
-    a kill is dropped on resume with a warning (through ``log``); a damaged
+    The file is small (one line per epoch), so each write replaces it whole
+    through :func:`kgparser.atomic.write_text`: a kill leaves the previous
+    version, never a line cut short.  Such a line, left by a kgparser before
+    this one, is dropped on resume with a warning (through ``log``); a damaged
     line elsewhere is an error naming the file and line."""
 
     def __init__(self, path: str | Path, keep_up_to_epoch: int | None = None, log=print):
         self.path = Path(path)
-        if keep_up_to_epoch is None:
-            write_text(self.path, "")
-        elif self.path.exists():
-            kept = [record for record in self._records(log)
-                    if record.get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
-            write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+        self.records: list[dict] = []
+        if keep_up_to_epoch is not None and self.path.exists():
+            self.records = [record for record in self._read(log)
+                            if record.get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
+        self._save()
 
-    def _records(self, log) -> list[dict]:
+    def _read(self, log) -> list[dict]:
         lines = self.path.read_text(encoding="utf-8").split("\n")
         records = []
         for number, line in enumerate(lines, start=1):
@@ -93,10 +93,11 @@ class MetricsFile:
         return records
 
     def write(self, record: dict) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        self.records.append(record)
+        self._save()
+
+    def _save(self) -> None:
+        write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records))
 
 
 class TensorBoard:
