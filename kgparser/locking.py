@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator
 
 from .errors import KgparserError
 
@@ -27,10 +27,11 @@ class LockBusy(KgparserError):
 
 
 @contextmanager
-def exclusive_lock(path: str | Path, wait: float = 0.0, busy: str | None = None) -> Iterator[None]:
+def exclusive_lock(path: str | Path, wait: float = 0.0, busy: str | None = None,
+                   error: type[LockBusy] = LockBusy) -> Iterator[None]:
     """Hold the exclusive lock of the file ``path`` (created if missing), tried
-    for up to ``wait`` seconds before raising :class:`LockBusy` with the
-    message ``busy``."""
+    for up to ``wait`` seconds before raising ``error`` (a :class:`LockBusy`)
+    with the message ``busy``."""
     import fcntl
 
     path = Path(path)
@@ -42,7 +43,7 @@ def exclusive_lock(path: str | Path, wait: float = 0.0, busy: str | None = None)
                 break
             except OSError:
                 if time.monotonic() >= deadline:
-                    raise LockBusy(busy or f"{path}: locked by another process") from None
+                    raise error(busy or f"{path}: locked by another process") from None
                 time.sleep(0.05)
         try:
             yield
@@ -62,7 +63,7 @@ def is_locked(path: str | Path) -> bool:
         return True
 
 
-def training_lock(output_dir: str | Path) -> "contextmanager":
+def training_lock(output_dir: str | Path) -> ContextManager[None]:
     """The lock of a run directory that ``kgparser train`` holds while it writes it."""
     output_dir = Path(output_dir)
     # a status check holds the lock for an instant: wait a second before giving up

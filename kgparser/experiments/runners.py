@@ -42,7 +42,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -215,17 +214,11 @@ def execute(job: Job) -> dict:
         return _execute_locked(job, out)
 
 
-@contextmanager
 def run_lock(out: Path, wait: float = 1.0):
     """The exclusive lock of the run in ``out``, tried for up to ``wait`` seconds
     (a status check holds it for an instant) before raising :class:`RunBusy`."""
-    with ExitStack() as stack:
-        try:
-            stack.enter_context(exclusive_lock(out / LOCK_FILE, wait,
-                                               busy=f"another process is executing the run in {out}"))
-        except LockBusy as error:
-            raise RunBusy(str(error)) from None
-        yield
+    return exclusive_lock(out / LOCK_FILE, wait, busy=f"another process is executing the run in {out}",
+                          error=RunBusy)
 
 
 def _marker(out: Path) -> dict | None:
