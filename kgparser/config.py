@@ -28,6 +28,7 @@ from typing import Any, Optional
 import yaml
 
 from .errors import KgparserError
+from .tree_repair import ROOT_CHOICES
 
 ORACLES = ("static", "dynamic", "static-dynamic")
 UNBUILDABLE_POLICIES = ("skip", "dynamic")
@@ -187,6 +188,9 @@ class ModelConfig:
     tag_input: str = "gold"
     #: the joint tagger (off by default)
     tagger: TaggerConfig = field(default_factory=TaggerConfig)
+    #: which loose word of a final state becomes the root and where the others go:
+    #: ``scored`` (by the network), ``first``, ``last`` or ``multi`` (kgparser/tree_repair.py)
+    root_choice: str = "scored"
     #: character BiLSTM embedding size; 0 disables the character model
     char_dim: int = 0
     #: character BiLSTM units per direction
@@ -264,6 +268,7 @@ _CHOICES = {
     "training.unbuildable": UNBUILDABLE_POLICIES,
     "model.pos": POS_COLUMNS,
     "model.tag_input": TAG_INPUTS,
+    "model.root_choice": ROOT_CHOICES,
     "device": DEVICES,
 }
 _NON_NEGATIVE = {

@@ -38,7 +38,7 @@ from .errors import KgparserError
 from .model import Model
 from .model.features import flat_rows, positions_rows, state_rows
 from .model.tagger import best_tags
-from .tree_repair import to_valid_tree
+from .tree_repair import loose_words, to_valid_tree
 
 #: rows of states ahead on runs of the chain action that one MLP call may score, shared
 #: by the live sentences: the lookahead saves the fixed cost of MLP calls, which many live
@@ -161,17 +161,22 @@ def _collector_paused():
 
 
 def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints: Sequence | None = None,
-           unsatisfiable: list | None = None, tags: list | None = None) -> list[tuple[list[int], list[str | None]]]:
+           unsatisfiable: list | None = None, tags: list | None = None,
+           root_choice: str | None = None) -> list[tuple[list[int], list[str | None]]]:
     """Greedy parses (valid trees) of ``sentences``, in their order.  With
     ``tags`` (a list as long as ``sentences``), the joint tagger's best tags of
     each sentence (a dict per predicted column) are put there, from the same
-    BiLSTM pass.
+    BiLSTM pass.  ``root_choice``: how the loose words of a final state are
+    repaired (:mod:`kgparser.tree_repair`; default the model's ``model.root_choice``);
+    a sentence with a decoding constraint is repaired by position (``first``,
+    the constraint's root preferred), which keeps its constraints.
 
     Constraints whose satisfiability was left to the decoder (filters made
     with ``check_satisfiable=False``) that no tree satisfies are dropped and
     their sentence decoded again without them: its position is appended to
     ``unsatisfiable``, or, without that list, a :class:`ConstraintError` is raised."""
     results: list = [None] * len(sentences)
+    choice = root_choice or model.config.model.root_choice
     order = sorted(range(len(sentences)), key=lambda i: sentences[i].n)
     network = model.network
     was_training = network.training
@@ -196,10 +201,14 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
                         raise ConstraintError(f"sentence {chosen[j] + 1}: no projective tree satisfies "
                                               f"its constraints")
                     unsatisfiable.append(chosen[j])
+                probed = decoder.arc_scores() if choice == "scored" else [None] * len(states)
                 for j, (i, state) in enumerate(zip(chosen, states)):
                     constraint = batch_constraints[j] if batch_constraints else None
-                    results[i] = to_valid_tree(state.heads, state.labels,
-                                               constraint.preferred_roots if constraint else None)
+                    if constraint is not None:
+                        results[i] = to_valid_tree(state.heads, state.labels, constraint.preferred_roots,
+                                                   "first" if choice == "scored" else choice)
+                    else:
+                        results[i] = to_valid_tree(state.heads, state.labels, None, choice, probed[j])
     finally:
         network.train(was_training)
     return results
@@ -247,6 +256,39 @@ class _BatchDecoder:
             else:
                 live = [i for i in live if not system.is_final(states[i])]
         return states
+
+    def arc_scores(self) -> list:
+        """Per sentence of the batch, the network's scores of the attachments of
+        its final state's loose words to every other word (and to the root where
+        the system has root arcs): dependent -> ``[(score, head, label)]``, best
+        first (:data:`kgparser.tree_repair.ArcScores`), each scored as the arc
+        action of the system's :meth:`arc_probe` configuration with its best
+        label; ``None`` for a sentence with fewer than two loose words, with a
+        decoding constraint, or whose system has no probes.  One MLP call."""
+        model, system = self.model, self.system
+        rows, probes = [], []  # probes: (sentence, dependent, head, action) of each row block
+        for i, state in enumerate(self.states):
+            loose = loose_words(state.heads)
+            if len(loose) < 2 or (self.constraints and self.constraints[i] is not None):
+                continue
+            for d in loose:
+                for h in range(len(state.heads)):
+                    probe = system.arc_probe(state, h, d) if h != d else None
+                    if probe is not None:
+                        positions_rows((probe[0],), state, self.offsets[i], self.pad, rows)
+                        probes.append((i, d, h, probe[1]))
+        found: list = [None] * len(self.states)
+        if not probes:
+            return found
+        scores = _StepScores(model, model.network.hidden(self.projected, flat_rows(model, rows, len(probes))))
+        for row, (i, d, h, action) in enumerate(probes):
+            label = model.labels[scores.best_labels[row][model.arc_slot[action]]] if scores.n_labels else None
+            found[i] = found[i] or {}
+            found[i].setdefault(d, []).append((scores.totals[row][model.action_id[action]], h, label))
+        for attachments in filter(None, found):
+            for options in attachments.values():
+                options.sort(key=lambda option: option[0], reverse=True)
+        return found
 
     def _step(self, live: list) -> None:
         """Advance every live state: alone where it has no choice, else after

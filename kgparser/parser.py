@@ -51,7 +51,7 @@ from .model import Model
 from .model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, load_checkpoint  # noqa: F401
 from .plaintext import is_text_format, read_tokenized
 from .tagging import TagReport, parse_tagged
-from .tree_repair import to_valid_tree  # noqa: F401
+from .tree_repair import ROOT_CHOICES, to_valid_tree  # noqa: F401
 
 ON_BAD_CONSTRAINTS = ("error", "skip")
 
@@ -166,7 +166,7 @@ class Parser:
         return self.model.system
 
     def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False,
-              tags: str = "auto", input_format: str = "conllu") -> list:
+              tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None) -> list:
         """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens;
         with ``input_format="text"``, a pre-tokenized text file or a list of lines
         (one sentence per line, tokens separated by spaces: :mod:`kgparser.plaintext`).
@@ -179,8 +179,12 @@ class Parser:
         the sentences that could not be read.  ``tags``: ``auto`` (the input's tags,
         the model's tagger where they are ``_``), ``input`` or ``predict``; predicted
         tags are written only where the input has ``_`` (:mod:`kgparser.tagging`,
-        :attr:`tag_report` afterwards).
+        :attr:`tag_report` afterwards).  ``root_choice``: which loose word of a final
+        state becomes the root (``scored``, ``first``, ``last``, ``multi``:
+        :mod:`kgparser.tree_repair`); default the model's ``model.root_choice``.
         """
+        if root_choice is not None and root_choice not in ROOT_CHOICES:
+            raise KgparserError(f"root_choice: expected one of {', '.join(ROOT_CHOICES)}, got {root_choice!r}")
         sentences = read_tokenized(data) if is_text_format(input_format) else self._sentences(data, lenient)
         self._warn_long(sentences)
         self.constraint_report = ConstraintReport()
@@ -191,7 +195,8 @@ class Parser:
                                                     defer_satisfiability=True)
             try:
                 trees, self.tag_report = parse_tagged(self.model, sentences, tags, self.batch_size,
-                                                      constraints=entries, unsatisfiable=unsatisfiable)
+                                                      constraints=entries, unsatisfiable=unsatisfiable,
+                                                      root_choice=root_choice)
             except DecodingError as error:
                 raise type(error)(error.index, error.problem,
                                   describe_sentence(sentences[error.index], error.index)) from None

@@ -2,45 +2,111 @@
 
 A transition system's final state may leave words headless (every system
 attaches them to the root, DESIGN.md), several words on the root, or, with a
-decoding constraint that misbehaves, a cycle; the parser's output is always
-one tree with exactly one root word labeled ``root``.
+decoding constraint that misbehaves, a cycle.  UD wants exactly one root word
+labeled ``root``; the papers' CoNLL-X data allowed several.  Which of the loose
+words (headless, or attached to the root) becomes the root, and where the
+others go, is ``model.root_choice`` (:data:`ROOT_CHOICES`):
+
+* ``first``: the leftmost loose word is the root (a word the model attached to
+  the root with the label ``root`` comes first), the others hang from it;
+* ``last``: the same with the rightmost, which suits head-final languages;
+* ``scored``: the model decides.  Each loose word's attachment to every word
+  outside its own subtree is scored by the network as the arc action of a
+  configuration where the system would consider that arc
+  (:meth:`~kgparser.transitions.base.TransitionSystem.arc_probe`).  With root
+  arcs in the system (Covington's ``root_node``), the root is the loose word
+  whose root arc scores highest against its best other attachment; without
+  them, the loose word whose best attachment scores lowest (the word the model
+  least wants to attach anywhere).  The others take their best-scoring head
+  that closes no cycle, the most confident first, with that arc's best label.
+  A system without probes falls back to ``first``;
+* ``multi``: no repair beyond cycles: every loose word is a dependent of the
+  root, labeled ``root``, as in the papers' evaluations;
+  ``kgparser evaluate`` scores such output as it is.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
-__all__ = ["FALLBACK_LABEL", "ROOT_LABEL", "to_valid_tree"]
+__all__ = ["FALLBACK_LABEL", "ROOT_CHOICES", "ROOT_LABEL", "loose_words", "to_valid_tree"]
 
 ROOT_LABEL = "root"
 FALLBACK_LABEL = "dep"
+ROOT_CHOICES = ("scored", "first", "last", "multi")
+
+#: dependent -> its probed attachments ``(score, head, label)``, best first (head 0: a root arc)
+ArcScores = Mapping[int, Sequence[tuple[float, int, "str | None"]]]
 
 
 def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None],
-                  prefer: Callable[[list[int]], list[int]] | None = None) -> tuple[list[int], list[str | None]]:
-    """A UD tree from whatever a final state holds: cycles are broken, exactly one
-    word hangs from the root (label ``root``), every other headless or root-attached
-    word is attached to that word (label ``dep`` unless it had one).  ``prefer``
-    maps the root-attached words to those to choose the root from first."""
+                  prefer: Callable[[list[int]], list[int]] | None = None, choice: str = "first",
+                  scores: ArcScores | None = None) -> tuple[list[int], list[str | None]]:
+    """A UD tree from whatever a final state holds: cycles are broken, then the
+    loose words are repaired as ``choice`` says (module docstring; ``scores``:
+    the probed arcs, for ``scored``).  ``prefer`` maps the root-attached words to
+    those to choose the root from first (decoding constraints)."""
     n = len(heads) - 1
     heads = [-1] + [h if h is not None and 0 <= h <= n and h != d else -1 for d, h in enumerate(heads) if d > 0]
     labels = list(labels)
     _break_cycles(heads)
-    top = [d for d in range(1, n + 1) if heads[d] == 0]
-    labeled_root = [d for d in top if labels[d] == ROOT_LABEL]
-    pending = [d for d in range(1, n + 1) if heads[d] == -1]
     if not n:
         return heads, labels
-    choice = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
-    root = (choice + labeled_root + top + pending)[0]
-    heads[root], labels[root] = 0, ROOT_LABEL
+    top = [d for d in range(1, n + 1) if heads[d] == 0]
+    loose = sorted(top + [d for d in range(1, n + 1) if heads[d] == -1])
+    if choice == "multi":
+        roots = loose
+    else:
+        forced = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
+        forced += [d for d in top if labels[d] == ROOT_LABEL]
+        if choice == "scored" and scores and len(loose) > 1:
+            roots = [forced[0] if forced else _scored_root(loose, scores)]
+            _attach_by_scores(heads, labels, loose, roots[0], scores)
+        else:
+            roots = [(forced + (loose[::-1] if choice == "last" else loose))[0]]
     for d in range(1, n + 1):
-        if d == root:
+        if d in roots:
+            heads[d], labels[d] = 0, ROOT_LABEL
             continue
         if heads[d] in (0, -1):
-            heads[d] = root
+            heads[d] = roots[0]
         if labels[d] in (None, ROOT_LABEL):
             labels[d] = FALLBACK_LABEL
     return heads, labels
+
+
+def loose_words(heads: Sequence[int]) -> list[int]:
+    """The words of a final state's ``heads`` (index 0 ignored) that are headless or
+    hang from the root: the words :func:`to_valid_tree` repairs."""
+    return [d for d in range(1, len(heads)) if heads[d] is None or heads[d] <= 0]
+
+
+def _scored_root(loose: list[int], scores: ArcScores) -> int:
+    """The loose word whose root arc beats its best other attachment by most, or,
+    without root arcs, whose best attachment is weakest."""
+    best, rooted = {}, {}
+    for d in loose:
+        options = scores.get(d, ())
+        best[d] = next((s for s, h, _ in options if h != 0), float("-inf"))
+        rooted[d] = next((s for s, h, _ in options if h == 0), None)
+    if all(rooted[d] is not None for d in loose):
+        return max(loose, key=lambda d: (rooted[d] - best[d], -d))
+    return min(loose, key=lambda d: (best[d], d))
+
+
+def _attach_by_scores(heads: list[int], labels: list, loose: list[int], root: int, scores: ArcScores) -> None:
+    """Attach every loose word but ``root`` to its best-scoring head that closes
+    no cycle, the most confident first; ``heads`` and ``labels`` change in place."""
+    options = {d: [option for option in scores.get(d, ()) if option[1] != 0] for d in loose if d != root}
+    for d in sorted(options, key=lambda d: options[d][0][0] if options[d] else float("-inf"), reverse=True):
+        head, label = next(((h, label) for _, h, label in options[d] if _top(heads, h) != d), (root, None))
+        heads[d], labels[d] = head, label if label not in (None, ROOT_LABEL) else FALLBACK_LABEL
+
+
+def _top(heads: list[int], word: int) -> int:
+    """The loose word at the top of ``word``'s tree (a tree of the repaired forest)."""
+    while heads[word] > 0:
+        word = heads[word]
+    return word
 
 
 def _break_cycles(heads: list[int]) -> None:

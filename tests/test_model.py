@@ -10,7 +10,7 @@ torch.set_num_threads(1)
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.model import Model
-from kgparser.parser import decode, to_valid_tree
+from kgparser.parser import decode
 from kgparser.training.run import build_model
 from kgparser.training.trainer import Trainer
 from kgparser.transitions import get_system, system_names
@@ -220,27 +220,6 @@ def test_char_model_and_xpos_inputs():
     model = build_model(config, sentences)
     vectors = model.network.encode(model.inputs(sentences))
     assert vectors.shape == (sum(s.n + 1 for s in sentences) + 1, 32)
-
-
-@pytest.mark.parametrize("heads, labels", [
-    ([-1, -1, -1, -1], [None, None, None, None]),
-    ([-1, 0, 0, 0], [None, "x", "root", "y"]),
-    ([-1, 2, 3, 1], [None, "a", "b", "c"]),       # a cycle, no root
-    ([-1, 2, 1, 0, -1], [None, "a", "root", "root", None]),
-])
-def test_repaired_trees_are_valid(heads, labels):
-    fixed, fixed_labels = to_valid_tree(heads, labels)
-    n = len(heads) - 1
-    assert [d for d in range(1, n + 1) if fixed[d] == 0] and len([d for d in range(1, n + 1) if fixed[d] == 0]) == 1
-    root = fixed.index(0, 1)
-    assert fixed_labels[root] == "root"
-    assert all(fixed_labels[d] not in (None, "root") for d in range(1, n + 1) if d != root)
-    for d in range(1, n + 1):
-        seen, h = set(), d
-        while h != 0:
-            assert h not in seen and 1 <= h <= n
-            seen.add(h)
-            h = fixed[h]
 
 
 @pytest.mark.parametrize("name", system_names())

@@ -16,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (default): use the input's UPOS/XPOS/FEATS where given, the model's tagger "
                              "where they are '_'; input: only the input's; predict: the parser reads the tagger's "
                              "tags everywhere. Predicted tags are written only where the input has '_'")
+    parser.add_argument("--root-choice", choices=("scored", "first", "last", "multi"), default=None,
+                        help="which of the words a final parser state leaves loose becomes the root and where "
+                             "the others go: scored (by the model), first, last, or multi (all on the root, as the "
+                             "papers' CoNLL-X evaluations); default: the model's model.root_choice")
     parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout,
                                       lenient=args.lenient, keep_skipped=args.keep_skipped,
                                       constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
-                                      tags=args.tags, input_format=args.input_format)
+                                      tags=args.tags, input_format=args.input_format,
+                                      root_choice=args.root_choice)
         seconds = time.perf_counter() - started
     words = sum(s.n for s in sentences)
     print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "

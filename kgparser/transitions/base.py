@@ -187,6 +187,14 @@ class TransitionSystem:
         """The options this instance was built with (for configs and checkpoints)."""
         return {}
 
+    def arc_probe(self, state: State, head: int, dep: int) -> tuple[list[int], str] | None:
+        """Feature positions of a configuration, near ``state`` (a final state), in
+        which arc action ``action`` adds ``head -> dep``, as ``(positions, action)``;
+        ``None`` where the system cannot say (the default).  The decoder scores these
+        to attach the words a final state leaves loose (:mod:`kgparser.tree_repair`,
+        ``model.root_choice: scored``); ``head`` 0 asks for a root arc."""
+        return None
+
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"get_system({self.name!r}{', ' if opts else ''}{opts})"

@@ -191,6 +191,19 @@ class Covington(TransitionSystem):
         return [[k, k - 1 if k - 1 >= first else NO_HEAD, k + 1, b0, b1]
                 for k in range(i - 1, max(first, i - count) - 1, -1)]
 
+    def arc_probe(self, state: CovingtonState, head: int, dep: int) -> tuple[list[int], str] | None:
+        """The configuration with focus words ``i = min(head, dep)`` and ``j = max(head, dep)``,
+        where ``right`` (``i -> j``) or ``left`` (``j -> i``) adds the arc: the features read
+        positions only, so this is exactly the state the parser is in when it considers the
+        pair.  Root arcs exist only with ``root_node`` (``i = 0``)."""
+        if head == ROOT and not self.root_node:
+            return None
+        i, j = min(head, dep), max(head, dep)
+        n, first = len(state.heads) - 1, state.first
+        positions = [i, i - 1 if i - 1 >= first else NO_HEAD, i + 1 if i + 1 < j else NO_HEAD,
+                     j, j + 1 if j + 1 <= n else NO_HEAD]
+        return positions, RIGHT if head < dep else LEFT
+
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return True
 

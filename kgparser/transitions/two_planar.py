@@ -207,6 +207,21 @@ class TwoPlanar(TransitionSystem):
             inactive[-2] if len(inactive) > 1 else NO_HEAD,
         ]
 
+    def arc_probe(self, state: TwoPlanarState, head: int, dep: int) -> tuple[list[int], str] | None:
+        """A configuration where ``left``/``right`` adds the arc between ``s0 = min(head, dep)``
+        and ``b0 = max(head, dep)``: below ``s0`` the words of the final active stack left of
+        it, nearest first, and as the inactive stack the final one's words left of ``b0``, as
+        if the parser had come to the pair with the stacks it ended with.  No root arcs (the
+        root is not a node of this system)."""
+        if head == 0:
+            return None
+        left, right = min(head, dep), max(head, dep)
+        below = [w for w in reversed(state.stacks[state.active]) if w < left][:2]
+        inactive = [w for w in reversed(state.stacks[1 - state.active]) if w < right][:2]
+        below += [NO_HEAD] * (2 - len(below))
+        inactive += [NO_HEAD] * (2 - len(inactive))
+        return [left, *below, right, *inactive], RIGHT if head < dep else LEFT
+
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_two_planar(gold_heads)
 
