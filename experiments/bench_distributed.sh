@@ -6,6 +6,8 @@
 #
 #   experiments/bench_distributed.sh [CONFIG] [EPOCHS] [N] [OUT]
 #   (default: configs/arc-hybrid-dynamic.yaml on UD English-EWT, 10 epochs, 2 processes)
+#   SETS="--set KEY=VALUE ..." adds overrides to both runs (e.g. the gold-tag model of
+#   BENCHMARKS.md: SETS="--set model.tag_input=gold --set model.tagger.upos=false ...")
 #
 # Run it on a quiet machine: other load changes the wall-clock rates.
 set -euo pipefail
@@ -15,11 +17,12 @@ EPOCHS=${2:-10}
 N=${3:-2}
 OUT=${4:-runs/bench-distributed}
 KG=${KG:-.venv/bin/kgparser}
+read -r -a EXTRA <<< "${SETS:-}"
 
 for nproc in 1 "$N"; do
     "$KG" train "$CONFIG" --nproc "$nproc" --overwrite --quiet \
         --set "output_dir=$OUT/nproc=$nproc" --set "training.epochs=$EPOCHS" \
-        --set threads=1 --set training.tensorboard=false
+        --set threads=1 --set training.tensorboard=false "${EXTRA[@]}"
 done
 
 .venv/bin/python - "$OUT" 1 "$N" <<'EOF'

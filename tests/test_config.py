@@ -91,6 +91,13 @@ def test_shipped_configs_are_valid(path):
     assert config.data.train and config.data.dev
 
 
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_every_shipped_config_trains_a_model_that_parses_untagged_text(path):
+    """Issue 21: no shipped recipe needs gold tags at parse time."""
+    model = load_config(path).model
+    assert model.tag_input in ("predicted", "soft") and model.tagger.upos
+
+
 def test_one_config_per_system_and_oracle():
     from kgparser.transitions import get_system, system_names
 
