@@ -48,6 +48,7 @@ from __future__ import annotations
 import gzip
 import io
 import logging
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,10 @@ from conllu.parser import parse_comment_line, parse_dict_value
 
 from .errors import KgparserError
 from .transitions.trees import find_cycle
+
+#: any character ``str.isspace`` counts (``\s`` of a str pattern is the same test), found
+#: in one C call rather than a generator over the characters
+_WHITESPACE = re.compile(r"\s")
 
 __all__ = [
     "ConlluError",
@@ -324,7 +329,7 @@ class Sentence:
                 raise ValueError(f"word {dep}: head {head} is not in 0..{n} or is the word itself")
             elif label is None:
                 label = DEFAULT_DEPREL
-            elif not label or any(c.isspace() for c in label):
+            elif not label or _WHITESPACE.search(label):
                 raise ValueError(f"word {dep}: label {label!r} is empty or contains whitespace")
             new_heads.append(head)
             new_deprels.append(label)
@@ -345,7 +350,7 @@ class Sentence:
             if len(values) != self.n:
                 raise ValueError(f"{name} has length {len(values)}, expected n = {self.n}")
             for dep, value in enumerate(values, start=1):
-                if value is not None and any(c.isspace() for c in value):
+                if value is not None and _WHITESPACE.search(value):
                     raise ValueError(f"word {dep}: {name} {value!r} contains whitespace")
         for dep in range(1, self.n + 1):
             row = self._word_rows[dep]
