@@ -14,7 +14,8 @@ others go, is ``model.root_choice`` (:data:`ROOT_CHOICES`):
   outside its own subtree is scored by the network as the arc action of a
   configuration where the system would consider that arc
   (:meth:`~kgparser.transitions.base.TransitionSystem.arc_probe`).  With root
-  arcs in the system (Covington's ``root_node``), the root is the loose word
+  arcs in the system (Covington's ``root_node``, arc-eager with the root
+  first), the root is the loose word
   whose root arc scores highest against its best other attachment; without
   them, the loose word whose best attachment scores lowest (the word the model
   least wants to attach anywhere).  The others take their best-scoring head

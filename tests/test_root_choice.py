@@ -150,6 +150,28 @@ def test_two_planar_probe_puts_the_pair_on_the_active_stack_and_the_buffer():
         assert system.arc_probe(state, 0, 1) is None
 
 
+def test_arc_eager_probe_is_a_state_where_the_arc_is_legal():
+    system = get_system("arc-eager")
+    rng = random.Random(8)
+    for _ in range(100):
+        n = rng.randint(2, 9)
+        state = system.initial_state(n)
+        while not system.is_final(state):
+            system.apply(state, rng.choice(system.legal_actions(state)), "x")
+        for head in range(n + 1):
+            for dep in range(1, n + 1):
+                if head == dep:
+                    continue
+                positions, action = system.arc_probe(state, head, dep)
+                probe = system.initial_state(n)
+                probe.stack[:] = [w for w in positions[2::-1] if w != NO_HEAD]
+                probe.b = positions[3]
+                assert system.features(probe) == positions
+                assert action in system.legal_actions(probe)
+                assert system.arc_of(probe, action) == (head, dep)
+    assert get_system("arc-eager", root="end").arc_probe(state, 1, 2) is None
+
+
 @pytest.mark.parametrize("name", system_names())
 def test_every_probe_names_an_arc_action_and_a_full_feature_row(name):
     """The contract of ``arc_probe`` for every system (None where it has no probes)."""

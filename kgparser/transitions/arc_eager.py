@@ -150,6 +150,19 @@ class ArcEager(RootPositionOption, TransitionSystem):
             b1 if b0 > 0 else NO_HEAD,
         ]
 
+    def arc_probe(self, state: ArcEagerState, head: int, dep: int) -> tuple[list[int], str] | None:
+        """With the root first (where words can end headless on the stack): the features
+        of a state with ``s0 = min(head, dep)`` over the final stack's words left of it and
+        ``b0 = max(head, dep)``, where ``right`` (``s0 -> b0``; from the root too) or
+        ``left`` (``b0 -> s0``) adds the arc.  With the root at the end every word gets a
+        head explicitly, and there is nothing to probe."""
+        if not self.root_first:
+            return None
+        left, right = min(head, dep), max(head, dep)
+        probe = ArcEagerState(len(state.heads) - 1, [w for w in state.stack if w < left][-2:] + [left])
+        probe.b = right
+        return self.features(probe), RIGHT if head == left else LEFT
+
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_projective(gold_heads)
 
