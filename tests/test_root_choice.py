@@ -129,46 +129,47 @@ def test_covington_probe_is_the_state_that_considers_the_arc(root_node):
                 assert system.arc_of(state, action) == (head, dep)
 
 
-def test_two_planar_probe_puts_the_pair_on_the_active_stack_and_the_buffer():
-    system = get_system("two-planar")
-    rng = random.Random(4)
-    for _ in range(100):
-        n = rng.randint(2, 9)
-        state = system.initial_state(n)
+def final_states(system, rng, count=100):
+    """``count`` final states reached by random legal actions, of 2 to 9 words."""
+    for _ in range(count):
+        state = system.initial_state(rng.randint(2, 9))
         while not system.is_final(state):
             system.apply(state, rng.choice(system.legal_actions(state)), "x")
-        for head in range(1, n + 1):
-            for dep in range(1, n + 1):
-                if head == dep:
-                    continue
-                positions, action = system.arc_probe(state, head, dep)
-                probe = system.initial_state(n)
-                probe.stacks[0].extend(w for w in positions[2:0:-1] + [positions[0]] if w != NO_HEAD)
-                probe.b = positions[3]
-                assert system.arc_of(probe, action) == (head, dep)
-                assert positions[0] == min(head, dep) and positions[3] == max(head, dep)
+        yield state
+
+
+def probes(system, state, with_root: bool):
+    """``(head, dep, positions, action)`` of every arc between two words of the
+    state's sentence (and from the root, ``with_root``)."""
+    n = len(state.heads) - 1
+    for head in range(0 if with_root else 1, n + 1):
+        for dep in range(1, n + 1):
+            if head != dep:
+                yield (head, dep, *system.arc_probe(state, head, dep))
+
+
+def test_two_planar_probe_puts_the_pair_on_the_active_stack_and_the_buffer():
+    system = get_system("two-planar")
+    for state in final_states(system, random.Random(4)):
+        for head, dep, positions, action in probes(system, state, with_root=False):
+            probe = system.initial_state(state.n)
+            probe.stacks[0].extend(w for w in positions[2:0:-1] + [positions[0]] if w != NO_HEAD)
+            probe.b = positions[3]
+            assert system.arc_of(probe, action) == (head, dep)
+            assert positions[0] == min(head, dep) and positions[3] == max(head, dep)
         assert system.arc_probe(state, 0, 1) is None
 
 
 def test_arc_eager_probe_is_a_state_where_the_arc_is_legal():
     system = get_system("arc-eager")
-    rng = random.Random(8)
-    for _ in range(100):
-        n = rng.randint(2, 9)
-        state = system.initial_state(n)
-        while not system.is_final(state):
-            system.apply(state, rng.choice(system.legal_actions(state)), "x")
-        for head in range(n + 1):
-            for dep in range(1, n + 1):
-                if head == dep:
-                    continue
-                positions, action = system.arc_probe(state, head, dep)
-                probe = system.initial_state(n)
-                probe.stack[:] = [w for w in positions[2::-1] if w != NO_HEAD]
-                probe.b = positions[3]
-                assert system.features(probe) == positions
-                assert action in system.legal_actions(probe)
-                assert system.arc_of(probe, action) == (head, dep)
+    for state in final_states(system, random.Random(8)):
+        for head, dep, positions, action in probes(system, state, with_root=True):
+            probe = system.initial_state(state.n)
+            probe.stack[:] = [w for w in positions[2::-1] if w != NO_HEAD]
+            probe.b = positions[3]
+            assert system.features(probe) == positions
+            assert action in system.legal_actions(probe)
+            assert system.arc_of(probe, action) == (head, dep)
     assert get_system("arc-eager", root="end").arc_probe(state, 1, 2) is None
 
 
@@ -176,18 +177,16 @@ def test_arc_eager_probe_is_a_state_where_the_arc_is_legal():
 def test_every_probe_names_an_arc_action_and_a_full_feature_row(name):
     """The contract of ``arc_probe`` for every system (None where it has no probes)."""
     system = get_system(name)
-    rng = random.Random(6)
-    state = system.initial_state(6)
-    while not system.is_final(state):
-        system.apply(state, rng.choice(system.legal_actions(state)), "x")
-    for head in range(7):
-        for dep in range(1, 7):
-            probe = system.arc_probe(state, head, dep) if head != dep else None
-            if probe is not None:
-                positions, action = probe
-                assert action in system.arc_actions
-                assert len(positions) == len(system.feature_names)
-                assert all(-1 <= p <= 6 for p in positions) and head in positions and dep in positions
+    for state in final_states(system, random.Random(6), count=5):
+        n = len(state.heads) - 1
+        for head in range(n + 1):
+            for dep in range(1, n + 1):
+                probe = system.arc_probe(state, head, dep) if head != dep else None
+                if probe is not None:
+                    positions, action = probe
+                    assert action in system.arc_actions
+                    assert len(positions) == len(system.feature_names)
+                    assert all(-1 <= p <= n for p in positions) and head in positions and dep in positions
 
 
 def tiny_covington_model(root_node=False):
