@@ -266,6 +266,8 @@ class _BatchDecoder:
         label; ``None`` for a sentence with fewer than two loose words, with a
         decoding constraint, or whose system has no probes.  One MLP call."""
         model, system = self.model, self.system
+        if not system.has_arc_probes:
+            return [None] * len(self.states)
         rows, probes = [], []  # probes: (sentence, dependent, head, action) of each row block
         for i, state in enumerate(self.states):
             loose = loose_words(state.heads)

@@ -57,8 +57,8 @@ def to_valid_tree(heads: Sequence[int], labels: Sequence[str | None],
     if choice == "multi":
         roots = loose
     else:
-        forced = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
-        forced += [d for d in top if labels[d] == ROOT_LABEL]
+        preferred = prefer(top) if prefer and len(top) > 1 else []  # one root dependent leaves no choice
+        forced = preferred + [d for d in top if labels[d] == ROOT_LABEL]
         if choice == "scored" and scores and len(loose) > 1:
             roots = [forced[0] if forced else _scored_root(loose, scores)]
             _attach_by_scores(heads, labels, loose, roots[0], scores)

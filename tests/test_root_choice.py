@@ -258,3 +258,8 @@ def test_cli_parse_takes_a_root_choice(tmp_path):
         assert main(["parse", "-m", str(model), str(source), "-o", str(output), "--root-choice", choice]) == 0
         roots[choice] = [line.split("\t")[6] for line in output.read_text().splitlines() if "\t" in line].count("0")
     assert roots["first"] == 6 < roots["multi"]
+
+
+def test_systems_with_probes_say_so():
+    assert {name for name in system_names() if get_system(name).has_arc_probes} == {"covington", "two-planar",
+                                                                                       "arc-eager"}

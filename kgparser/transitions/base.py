@@ -187,6 +187,12 @@ class TransitionSystem:
         """The options this instance was built with (for configs and checkpoints)."""
         return {}
 
+    @property
+    def has_arc_probes(self) -> bool:
+        """Whether the system overrides :meth:`arc_probe` (the decoder skips the
+        probing loop for those that do not)."""
+        return type(self).arc_probe is not TransitionSystem.arc_probe
+
     def arc_probe(self, state: State, head: int, dep: int) -> tuple[list[int], str] | None:
         """Feature positions of a configuration, near ``state`` (a final state), in
         which arc action ``action`` adds ``head -> dep``, as ``(positions, action)``;
