@@ -263,3 +263,4 @@ def test_cli_parse_takes_a_root_choice(tmp_path):
 def test_systems_with_probes_say_so():
     assert {name for name in system_names() if get_system(name).has_arc_probes} == {"covington", "two-planar",
                                                                                        "arc-eager"}
+    assert not get_system("arc-eager", root="end").has_arc_probes

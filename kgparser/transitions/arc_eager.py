@@ -150,6 +150,11 @@ class ArcEager(RootPositionOption, TransitionSystem):
             b1 if b0 > 0 else NO_HEAD,
         ]
 
+    @property
+    def has_arc_probes(self) -> bool:
+        """Only with the root first: with the root at the end no word ends loose."""
+        return self.root_first
+
     def arc_probe(self, state: ArcEagerState, head: int, dep: int) -> tuple[list[int], str] | None:
         """With the root first (where words can end headless on the stack): the features
         of a state with ``s0 = min(head, dep)`` over the final stack's words left of it and

@@ -320,10 +320,16 @@ class TieBreakingOracle:
     :func:`tie_break_option`) and implement :meth:`exact_costs`; for
     ``"shortest"`` also :meth:`remaining_length`.  A system-specific rule
     that applies before the tie-break (2-Planar's Switch regularization)
-    overrides :meth:`regularized_costs`."""
+    overrides :meth:`regularized_costs`.  A system whose
+    ``avoid_wrong_arcs`` option is true gets a last, lowest-priority rule:
+    among the actions still at the least cost, those that attach a word to
+    a head other than its gold head (``self.gold``; only zero-cost where the
+    gold head is already out of reach, so that under the Hamming loss the
+    arc is free) cost 1 more, unless all of them would."""
 
     system: TransitionSystem
     tie_break: object = TIE_BREAK_NONE
+    gold: list[int]
 
     def exact_costs(self, state: State) -> dict[str, int]:
         """The primary costs: ``loss(after) - loss(before)`` where the paper
@@ -343,12 +349,25 @@ class TieBreakingOracle:
         """The costs training uses: :meth:`exact_costs`, regularized, plus 1
         on the least-cost actions the tie-break does not prefer."""
         costs = self.regularized_costs(state, self.exact_costs(state))
-        if self.tie_break == TIE_BREAK_NONE or len(costs) < 2:
+        if len(costs) < 2:
             return costs
-        tied = least_cost_actions(costs)
-        if len(tied) < 2:
-            return costs
-        return penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
+        if self.tie_break != TIE_BREAK_NONE:
+            tied = least_cost_actions(costs)
+            if len(tied) > 1:
+                costs = penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
+        if getattr(self.system, "avoid_wrong_arcs", False):
+            costs = penalize(costs, self.wrong_arc_actions(state, least_cost_actions(costs)))
+        return costs
+
+    def wrong_arc_actions(self, state: State, actions: Sequence[str]) -> set[str]:
+        """The arc actions among ``actions`` whose arc is not a gold arc."""
+        wrong = set()
+        for action in actions:
+            if action in self.system.arc_actions:
+                head, dep = self.system.arc_of(state, action)
+                if self.gold[dep] != head:
+                    wrong.add(action)
+        return wrong
 
     def preferred(self, state: State) -> list[str]:
         """The actions training takes as correct: those of least :meth:`costs`."""

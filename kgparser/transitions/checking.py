@@ -209,7 +209,10 @@ def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, trut
     any action of least exact cost, and the preferred actions are all the
     actions of least ``regularized_costs()`` (the system's own
     regularization, if any) with that property; ``remaining_length()`` is
-    the length of a shortest least-loss computation."""
+    the length of a shortest least-loss computation; (d) where the system
+    has ``avoid_wrong_arcs``, the preferred actions build no arc outside the
+    gold tree unless all of them do, and are exactly the actions (c) or the
+    least regularized cost selects less those, where some are left."""
     truth = truth or ExactLoss(system, gold_heads)
     oracle = system.dynamic_oracle(gold_heads)
     report = OracleReport()
@@ -243,9 +246,25 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
         if max(lengths[a] for a in preferred) > min(lengths.values()):
             report.fail(f"preferred {preferred} are not the shortest (lengths {lengths}); {where}")
         tied = least_cost_actions(oracle.regularized_costs(state, exact))
-        shortest_tied = [a for a in tied if lengths[a] == min(lengths[t] for t in tied)]
+        shortest_tied = _spared([a for a in tied if lengths[a] == min(lengths[t] for t in tied)], oracle, state)
         if sorted(preferred) != sorted(shortest_tied):
             report.fail(f"preferred {preferred} != shortest of {tied}: {shortest_tied} (lengths {lengths}); {where}")
+    if getattr(system, "avoid_wrong_arcs", False):
+        wrong = oracle.wrong_arc_actions(state, preferred)
+        if wrong and len(wrong) < len(preferred):
+            report.fail(f"preferred {preferred} keep the wrong arcs of {sorted(wrong)}; {where}")
+        if oracle.tie_break == "none":
+            spared = _spared(least_cost_actions(oracle.regularized_costs(state, exact)), oracle, state)
+            if sorted(preferred) != sorted(spared):
+                report.fail(f"preferred {preferred} != {spared}, the least-cost actions less wrong arcs; {where}")
+
+
+def _spared(actions: list[str], oracle, state) -> list[str]:
+    """``actions`` less those building a wrong arc, when the oracle avoids them and some are left."""
+    if not getattr(oracle.system, "avoid_wrong_arcs", False):
+        return actions
+    kept = [a for a in actions if a not in oracle.wrong_arc_actions(state, actions)]
+    return kept or actions
 
 
 def lengthening_ties(truth: ExactLoss, states: Iterable[State]) -> tuple[int, int]:

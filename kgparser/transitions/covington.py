@@ -42,14 +42,21 @@ computation is shortest (:meth:`CovingtonDynamicOracle.remaining_length`):
 away from cycles of A ∪ I, ``shift`` alone whenever it costs 0.  A list of
 actions keeps the zero-cost actions that come first in it, e.g. ``[shift]``
 (``no-arc``, ``left`` and ``right`` cost 1 more whenever ``shift`` costs 0).
+
+Option ``avoid_wrong_arcs`` (default ``False``): after the tie-break, a
+zero-cost ``left`` or ``right`` that builds an arc outside the gold tree (free
+under the Hamming loss once its dependent's gold head is out of reach) costs
+1 more when another action is still at the least cost, so training no longer
+takes arbitrary arcs onto such words as correct (issue 18: dynamic models
+predict many times more non-projective arcs than static ones).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from . import register
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, tie_break_option,
-                   tie_break_value)
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakError, TieBreakingOracle, TransitionSystem,
+                   tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
@@ -122,12 +129,17 @@ class Covington(TransitionSystem):
     #: (:meth:`chain_features`, :mod:`kgparser.decoding`)
     chain_action = NO_ARC
 
-    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE):
+    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, avoid_wrong_arcs: bool = False):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
+        if not isinstance(avoid_wrong_arcs, bool):
+            raise TieBreakError(f"covington option 'avoid_wrong_arcs' must be true or false, "
+                                f"got {avoid_wrong_arcs!r}")
+        self.avoid_wrong_arcs = avoid_wrong_arcs
 
     def options(self) -> dict:
-        return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break)}
+        return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),
+                "avoid_wrong_arcs": self.avoid_wrong_arcs}
 
     def initial_state(self, n: int) -> CovingtonState:
         return CovingtonState(n, self.root_node)
