@@ -41,11 +41,11 @@ dist.destroy_process_group()
 """
 
 
-def _torchrun(code: str, nproc: int = 2, timeout: int = 120, env: dict | None = None):
+def _torchrun(code: str, *args: str, nproc: int = 2, timeout: int = 120, env: dict | None = None):
     import os
 
     return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                           f"--nproc-per-node={nproc}", "--no-python", sys.executable, "-c", code],
+                           f"--nproc-per-node={nproc}", "--no-python", sys.executable, "-c", code, *args],
                           capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
 
 
@@ -110,15 +110,20 @@ table, dense = torch.nn.Parameter(torch.zeros(6, 2)), torch.nn.Parameter(torch.z
 grad = torch.zeros(6, 2)
 grad[[1, 4] if world.rank == 0 else [4, 5]] = torch.tensor([[2.0, 4.0], [6.0, 8.0]])
 table.grad, dense.grad = grad, torch.full((3,), float(world.rank))
-GradientAverager([table, dense], world, row_sparse=[table])()
+announced = sys.argv[1] == "announced"
+averager = GradientAverager([table, dense], world, row_sparse={"words": table})
+if announced:  # the batch's ids: rows 1 and 4 (rank 0), 4 and 5 (rank 1), and row 2 without a gradient
+    averager.batch_started({"words": torch.tensor([[1, 4, 2], [4, 1, 0]] if world.rank == 0 else [[5, 4, 2]])})
+averager()
 sys.stdout.write(f"{table.grad.tolist()} {dense.grad.tolist()}\n")
 sys.stdout.flush()
 dist.destroy_process_group()
 """
 
 
-def test_embedding_rows_are_averaged_like_the_dense_gradients():
-    done = _torchrun(SPARSE_ROWS)
+@pytest.mark.parametrize("rows", ["scanned", "announced"])
+def test_embedding_rows_are_averaged_like_the_dense_gradients(rows):
+    done = _torchrun(SPARSE_ROWS, rows)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
     expected = "[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0], [0.0, 0.0], [4.0, 6.0], [3.0, 4.0]] [0.5, 0.5, 0.5]"

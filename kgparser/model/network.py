@@ -95,10 +95,11 @@ class Network(nn.Module):
         # made last, so that a model without a tagger draws its initial weights as before
         self.taggers = TagHeads(dim, tag_classes, cfg.tagger.hidden) if tag_classes else None
 
-    def embedding_tables(self) -> list[nn.Parameter]:
-        """The word and pretrained-vector tables: large, and a batch touches few of
-        their rows (data-parallel training sends only those rows)."""
-        return [table.weight for table in (self.word_emb, self.ext_emb) if table is not None]
+    def embedding_tables(self) -> dict[str, nn.Parameter]:
+        """The word and pretrained-vector tables by the input key of their ids: large,
+        and a batch touches few of their rows (data-parallel training sends only those)."""
+        return {key: table.weight for key, table in (("words", self.word_emb), ("ext", self.ext_emb))
+                if table is not None}
 
     def set_pretrained(self, vectors: torch.Tensor, freeze: bool) -> None:
         """Initialise the pretrained table (rows 0 and 1, padding and unknown, stay zero)."""

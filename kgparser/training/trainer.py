@@ -106,8 +106,8 @@ class Trainer:
         self.optimizer = _adam(params, cfg.lr, (cfg.beta1, cfg.beta2))
         #: the weights evaluated and saved, when ``training.ema_decay`` > 0
         self.average = WeightAverage(params, cfg.ema_decay) if cfg.ema_decay > 0 else None
-        #: called between backward and the step to average the gradients over
-        #: processes (:class:`~kgparser.training.distributed.GradientAverager`)
+        #: averages the gradients over processes between backward and the step, told
+        #: each batch's inputs first (:class:`~kgparser.training.distributed.GradientAverager`)
         self.synchronize = None
         n_transitions = len(model.transitions)
         self.static_columns = np.zeros(n_transitions, dtype=bool)
@@ -138,6 +138,8 @@ class Trainer:
         stats = EpochStats(sentences=len(examples), tokens=sum(e.sentence.n for e in examples))
         network.train()
         inputs = model.inputs([e.sentence for e in examples], rng=np_rng, given_tags=False)
+        if self.synchronize is not None:
+            self.synchronize.batch_started(inputs)
         offsets, pad = inputs["offsets"], inputs["pad_row"]
         vectors, tag_scores = network.encode_all(inputs)
         projected = network.project(vectors)
