@@ -114,7 +114,7 @@ def test_swap_moves_s0_right_behind_b0_and_only_forward_in_the_sentence():
 
 
 def test_options_and_errors():
-    assert EAGER.options() == {"lazy_swap": False, "max_swaps_per_word": None}
+    assert EAGER.options() == {"lazy_swap": False, "max_swaps_per_word": None, "tie_break": "none"}
     assert "lazy_swap=True" in repr(LAZY)
     with pytest.raises(KgparserError, match="max_swaps_per_word"):
         get_system("arc-hybrid-swap", max_swaps_per_word=-1)

@@ -215,9 +215,11 @@ def test_decoding_runs_find_every_unsatisfiable_arc_set():
 
 
 @pytest.mark.parametrize("system", [get_system("arc-eager"), get_system("arc-eager", root="end"),
-                                    get_system("arc-hybrid"), get_system("arc-hybrid", root="end")],
-                         ids=["eager-first", "eager-end", "hybrid-first", "hybrid-end"])
+                                    get_system("arc-hybrid"), get_system("arc-hybrid", root="end"),
+                                    get_system("arc-eager", tie_break="shortest")],
+                         ids=["eager-first", "eager-end", "hybrid-first", "hybrid-end", "eager-tie-break"])
 def test_reachable_arcs_filter_is_sound_and_complete(system):
+    """(A training tie-break narrows no decoding: the filter keeps every zero-cost action.)"""
     rng = random.Random(2)
     for _ in range(40):
         n = rng.randint(1, 5)

@@ -19,7 +19,7 @@ from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions.base import penalize, resolved_heads
 from kgparser.transitions.checking import ExactLoss, lengthening_ties, reachable_states, successor
-from kgparser.transitions.trees import all_trees, random_projective_tree, random_tree
+from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree, random_tree
 
 COVINGTON = get_system("covington", tie_break="shortest")
 COVINGTON_ROOT = get_system("covington", root_node=True, tie_break="shortest")
@@ -41,7 +41,7 @@ def random_trees(sizes, count, rng):
 
 # --- the option ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["covington", "two-planar", "attardi"])
+@pytest.mark.parametrize("name", ["covington", "two-planar", "attardi", "arc-eager", "arc-hybrid-swap"])
 def test_option_defaults_to_none_and_round_trips_as_plain_data(name):
     assert get_system(name).options()["tie_break"] == "none"
     system = get_system(name, tie_break=("shift",))
@@ -194,6 +194,68 @@ def test_covington_shift_first_order():
                 exact = oracle.exact_costs(state)
                 zero = [a for a, c in exact.items() if c == 0]
                 assert oracle.preferred(state) == (["shift"] if "shift" in zero else zero)
+
+
+# --- arc-eager --------------------------------------------------------------------------
+
+ARC_EAGER = get_system("arc-eager", tie_break="shortest")
+
+
+def projective_trees(sizes, count, rng):
+    return [random_projective_tree(n, rng, single_root=bool(k % 2)) for n in sizes for k in range(count)]
+
+
+def test_arc_eager_shortest_on_every_state_of_projective_trees_up_to_five_words():
+    """Root first (words may stay on the stack): ``remaining_length`` is the
+    brute-force shortest least-loss computation, and the preferred actions
+    are exactly the shortest zero-cost ones, on every reachable state."""
+    rng = random.Random(10)
+    golds = [t for n in (1, 2, 3) for t in all_trees(n) if is_projective(t)] + projective_trees([4, 5], 4, rng)
+    assert_tie_break(ARC_EAGER, golds, shortest=True)
+
+
+def test_arc_eager_shortest_on_late_states_of_seven_words():
+    rng = random.Random(11)
+    assert_tie_break(ARC_EAGER, projective_trees([7], 4, rng), shortest=True, seed=11,
+                     states=lambda gold: late_states(ARC_EAGER, 7, rng, 150, lambda s: s.b >= 5))
+
+
+def test_arc_eager_shortest_keeps_a_word_that_nothing_needs_gone():
+    """Gold 0 -> 1 -> 2, 0 -> 3.  After ``right`` (1 -> 2), ``reduce`` (pop 2)
+    and ``shift`` (3 next, 3 staying headless) are both free, but 2 may stay
+    on the stack: ``shift`` alone is shortest."""
+    gold = [-1, 0, 1, 0]
+    state = ARC_EAGER.initial_state(3)
+    for action in ("shift", "right"):
+        ARC_EAGER.apply(state, action)
+    oracle = ARC_EAGER.dynamic_oracle(gold)
+    assert oracle.exact_costs(state) == {"shift": 0, "reduce": 0, "right": 1}
+    assert oracle.preferred(state) == ["shift"]
+    assert get_system("arc-eager").dynamic_oracle(gold).costs(state) == oracle.exact_costs(state)
+
+
+def test_arc_eager_orders_and_root_end():
+    """A list works with either root position; ``shortest`` is refused with the
+    root at the end (every computation has 2n transitions)."""
+    rng = random.Random(12)
+    for root in ("first", "end"):
+        system = get_system("arc-eager", root=root, tie_break=["shift", "right"])
+        assert_tie_break(system, projective_trees([3, 4], 3, rng), limit=400)
+    with pytest.raises(KgparserError, match="same length"):
+        get_system("arc-eager", root="end", tie_break="shortest")
+
+
+def test_arc_hybrid_swap_orders_on_the_states_training_reaches():
+    """Arc-hybrid + Swap takes lists (its static-dynamic oracle has no remaining
+    length): (a) and (b) against the loss it prices, where swaps follow the
+    static oracle, on every state a trainer reaches."""
+    rng = random.Random(13)
+    for order in (["shift"], ["left", "right"]):
+        system = get_system("arc-hybrid-swap", tie_break=order)
+        golds = [random_tree(n, rng, single_root=bool(n % 2)) for n in (3, 4, 5)]
+        assert_tie_break(system, golds, truth=static_swap_loss, states=lambda gold: trainer_states(system, gold))
+    with pytest.raises(KgparserError, match="remaining-length"):
+        get_system("arc-hybrid-swap", tie_break="shortest")
 
 
 # --- 2-Planar -----------------------------------------------------------------------------

@@ -40,6 +40,17 @@ arcs are not jointly reachable, the numbers are not the true costs and a state
 may have no zero-cost action (the trainer takes the cheapest actions as
 correct).
 
+Option ``tie_break`` (default ``"none"``, the papers' oracle; see the
+tie-break notes in :mod:`kgparser.transitions.base`): with the root first a
+computation may leave words on the stack, so zero-cost actions can differ in
+how long a least-loss computation stays (``reduce``, or ``left`` onto a word
+whose gold head is lost, when nothing later needs the word gone).
+``"shortest"`` keeps the zero-cost actions after which a least-loss
+computation is shortest (:meth:`ArcEagerDynamicOracle.remaining_length`); a
+list of actions prefers the zero-cost ones that come first in it.  With the
+root at the end every computation has ``2n`` transitions, and only lists are
+taken.
+
 Features: ``s0, s1, s2, b0, b1`` (the usual arc-eager window; ``b1`` matters
 because ``right`` and ``shift`` decide about ``b0`` before it is on the stack).
 With ``root="end"`` the root appears as ``0`` at the buffer position after
@@ -51,7 +62,8 @@ from bisect import bisect_left
 from typing import Sequence
 
 from . import register
-from .base import NO_HEAD, ROOT, RootPositionOption, State, TransitionSystem
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, RootPositionOption, State, TieBreakingOracle, TransitionSystem,
+                   tie_break_option, tie_break_value)
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT, REDUCE = "shift", "left", "right", "reduce"
@@ -86,6 +98,13 @@ class ArcEager(RootPositionOption, TransitionSystem):
     actions = (SHIFT, LEFT, RIGHT, REDUCE)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "b1")
+
+    def __init__(self, root: str = "first", tie_break=TIE_BREAK_NONE):
+        super().__init__(root)
+        self.tie_break = tie_break_option(self.name, self.actions, tie_break, shortest=self.root_first)
+
+    def options(self) -> dict:
+        return {"root": self.root, "tie_break": tie_break_value(self.tie_break)}
 
     def initial_state(self, n: int) -> ArcEagerState:
         return ArcEagerState(n, [ROOT] if self.root_first else [])
@@ -175,7 +194,7 @@ class ArcEager(RootPositionOption, TransitionSystem):
         return ArcEagerStaticOracle(self, gold_heads)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcEagerDynamicOracle":
-        return ArcEagerDynamicOracle(self, gold_heads)
+        return ArcEagerDynamicOracle(self, gold_heads, tie_break=self.tie_break)
 
 
 class _GoldTree:
@@ -212,7 +231,7 @@ class ArcEagerStaticOracle(_GoldTree):
         return SHIFT
 
 
-class ArcEagerDynamicOracle(_GoldTree):
+class ArcEagerDynamicOracle(TieBreakingOracle, _GoldTree):
     """Goldberg & Nivre (2012), section 3.3 / (2013), table 1: the cost of an
     action is the number of gold arcs it makes unreachable.
 
@@ -225,8 +244,15 @@ class ArcEagerDynamicOracle(_GoldTree):
     ``gold_heads`` may be *partial*: a word whose gold head is ``-1`` is
     "don't care" and never counted, so the costs are the losses over the given
     arcs only (``kgparser.constraints`` uses this to keep constrained arcs
-    reachable).
+    reachable, from :meth:`exact_costs`).
+
+    :meth:`exact_costs` are these costs; :meth:`costs` adds the tie-break of
+    the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
+
+    def __init__(self, system: ArcEager, gold_heads: Sequence[int], tie_break=TIE_BREAK_NONE):
+        super().__init__(system, gold_heads)
+        self.tie_break = tie_break
 
     def _headless_deps_on_stack(self, state: ArcEagerState, word: int) -> int:
         """Gold dependents of ``word`` left of the buffer and still headless
@@ -238,7 +264,52 @@ class ArcEagerDynamicOracle(_GoldTree):
         """Whether ``word`` (not the root, not ``-1``) is on the stack."""
         return ROOT < word < state.b and not state.popped[word]
 
-    def costs(self, state: ArcEagerState) -> dict[str, int]:
+    def _reachable(self, state: ArcEagerState, d: int) -> bool:
+        """Whether the gold arc into ``d`` (a word with a gold head) can still be built."""
+        g, heads = self.gold[d], state.heads
+        if heads[d] != NO_HEAD:
+            return heads[d] == g
+        if d < state.b and state.popped[d]:
+            return False
+        return g == ROOT or g >= state.b or (d >= state.b and self._on_stack(state, g))
+
+    def remaining_length(self, state: ArcEagerState) -> int:
+        """Transitions of the shortest least-loss computation from ``state``
+        (``tie_break="shortest"``, root first, projective gold), in O(n).
+
+        Each buffer word takes one ``shift`` or ``right``; a word leaves the
+        stack (``left`` or ``reduce``) only if it must: its gold arc to a
+        later head is still to be built (``left``), or it lies strictly
+        inside a gold arc still to be built, whose ends must meet as ``s0``
+        and ``b0``.  Root arcs are built by leaving the word headless, and a
+        least-loss computation builds every reachable gold arc (the loss is
+        arc-decomposable), so those are exactly the pops it needs."""
+        gold, heads, n = self.gold, state.heads, len(self.gold) - 1
+        cover = [0] * (n + 2)
+        pops = 0
+        for d in range(1, n + 1):
+            g = gold[d]
+            if g <= ROOT or heads[d] != NO_HEAD or not self._reachable(state, d):
+                continue
+            if g > d:
+                pops += 1  # d leaves by left; words between d and g are counted below
+            low, high = min(g, d), max(g, d)
+            cover[low + 1] += 1
+            cover[high] -= 1
+        inside = 0
+        for w in range(1, n + 1):
+            inside += cover[w]
+            if inside and not (w < state.b and state.popped[w]) and not self._leaves_by_left(state, w):
+                pops += 1
+        return n - state.b + 1 + pops
+
+    def _leaves_by_left(self, state: ArcEagerState, w: int) -> bool:
+        """Whether ``w``'s own gold arc to a later head is still to be built
+        (counted once, as its ``left``)."""
+        g = self.gold[w]
+        return g > w and state.heads[w] == NO_HEAD and self._reachable(state, w)
+
+    def exact_costs(self, state: ArcEagerState) -> dict[str, int]:
         gold, stack, b = self.gold, state.stack, state.b
         costs = {}
         for action in self.system.legal_actions(state):

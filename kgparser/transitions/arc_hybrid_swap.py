@@ -52,7 +52,8 @@ from typing import Sequence
 
 from ..errors import KgparserError
 from . import register
-from .base import NO_HEAD, ROOT, State, TransitionSystem, stack_top
+from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, stack_top,
+                   tie_break_option, tie_break_value)
 from .trees import children, has_all_dependents, projective_order
 
 SHIFT, LEFT, RIGHT, SWAP = "shift", "left", "right", "swap"
@@ -92,14 +93,20 @@ class ArcHybridSwap(TransitionSystem):
     swap whenever ``s0`` follows ``b0`` in the projective order; ``True``:
     delay swaps with the maximal projective components of Nivre, Kuhlmann &
     Hall (2009), which needs fewer swaps), and ``max_swaps_per_word``
-    (``None``: no bound beyond the ``n(n-1)/2`` the precondition implies)."""
+    (``None``: no bound beyond the ``n(n-1)/2`` the precondition implies),
+    and ``tie_break`` (default ``"none"``): a list of actions, most preferred
+    first, decides which of several zero-cost actions training takes as
+    correct (the tie-break notes of :mod:`kgparser.transitions.base`); a
+    zero-cost ``shift`` can cost swaps later, but the static-dynamic oracle
+    has no remaining-length computation, so ``"shortest"`` is not offered."""
 
     actions = (SHIFT, LEFT, RIGHT, SWAP)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
     static_actions = frozenset({SWAP})
 
-    def __init__(self, lazy_swap: bool = False, max_swaps_per_word: float | None = None):
+    def __init__(self, lazy_swap: bool = False, max_swaps_per_word: float | None = None,
+                 tie_break=TIE_BREAK_NONE):
         if not isinstance(lazy_swap, bool):
             raise ArcHybridSwapOptionError(f"arc-hybrid-swap: option lazy_swap must be true or false, got {lazy_swap!r}")
         if max_swaps_per_word is not None and (
@@ -113,9 +120,13 @@ class ArcHybridSwap(TransitionSystem):
             )
         self.lazy_swap = lazy_swap
         self.max_swaps_per_word = max_swaps_per_word
+        self.tie_break = tie_break_option(
+            self.name, self.actions, tie_break, shortest=False,
+            why_not_shortest="its static-dynamic oracle has no remaining-length computation")
 
     def options(self) -> dict:
-        return {"lazy_swap": self.lazy_swap, "max_swaps_per_word": self.max_swaps_per_word}
+        return {"lazy_swap": self.lazy_swap, "max_swaps_per_word": self.max_swaps_per_word,
+                "tie_break": tie_break_value(self.tie_break)}
 
     def swap_budget(self, n: int) -> int:
         """Most swaps allowed in an ``n``-word sentence."""
@@ -196,7 +207,7 @@ class ArcHybridSwap(TransitionSystem):
         return ArcHybridSwapStaticOracle(self, gold_heads)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcHybridSwapStaticDynamicOracle":
-        return ArcHybridSwapStaticDynamicOracle(self, gold_heads)
+        return ArcHybridSwapStaticDynamicOracle(self, gold_heads, tie_break=self.tie_break)
 
 
 def projective_positions(gold_heads: Sequence[int]) -> list[int]:
@@ -289,7 +300,7 @@ class ArcHybridSwapStaticOracle:
         return SHIFT if buffer else RIGHT
 
 
-class ArcHybridSwapStaticDynamicOracle:
+class ArcHybridSwapStaticDynamicOracle(TieBreakingOracle):
     """The static-dynamic oracle of de Lhoneux, Stymne & Nivre (2017), section 4.
 
     Swap is decided by the static oracle: where it swaps, swap costs 0 and the
@@ -309,16 +320,19 @@ class ArcHybridSwapStaticDynamicOracle:
       they build.
 
     O(n) per call: one pass over the buffer plus the degree of ``s0``/``b0``.
+    :meth:`exact_costs` are these costs; :meth:`costs` adds the tie-break of
+    the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
 
-    def __init__(self, system: ArcHybridSwap, gold_heads: Sequence[int]):
+    def __init__(self, system: ArcHybridSwap, gold_heads: Sequence[int], tie_break=TIE_BREAK_NONE):
         self.system = system
+        self.tie_break = tie_break
         self.static = ArcHybridSwapStaticOracle(system, gold_heads)
         self.gold = self.static.gold
         self.kids = self.static.kids
         self.position = self.static.position
 
-    def costs(self, state: ArcHybridSwapState) -> dict[str, int]:
+    def exact_costs(self, state: ArcHybridSwapState) -> dict[str, int]:
         legal = self.system.legal_actions(state)
         costs = self._arc_hybrid_costs(state, legal)
         if SWAP in legal:

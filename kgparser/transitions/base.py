@@ -273,15 +273,18 @@ class TieBreakError(KgparserError, ValueError):
     """A bad value of a system's ``tie_break`` option."""
 
 
-def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bool = True):
+def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bool = True,
+                     why_not_shortest: str | None = None):
     """``value`` checked and normalised: ``"none"``, ``"shortest"`` or a tuple
     of distinct action names of ``system``.  ``shortest=False`` for a system
-    whose computations all have the same length, where it would change nothing."""
+    whose computations all have the same length, where it would change nothing
+    (or, with ``why_not_shortest``, for another reason)."""
     if value == TIE_BREAK_NONE or (value == TIE_BREAK_SHORTEST and shortest):
         return value
     if value == TIE_BREAK_SHORTEST:
-        raise TieBreakError(f"{system} option 'tie_break': every {system} computation on a sentence has the "
-                            f"same length, so 'shortest' would change nothing; give an order of actions "
+        why = why_not_shortest or (f"every {system} computation on a sentence has the same length, "
+                                   f"so 'shortest' would change nothing")
+        raise TieBreakError(f"{system} option 'tie_break': {why}; give an order of actions "
                             f"({', '.join(actions)})")
     if isinstance(value, (list, tuple)) and value and all(isinstance(a, str) for a in value):
         unknown = [a for a in value if a not in actions]
