@@ -48,8 +48,8 @@ def run(system, n, actions):
 
 
 def test_options_and_registry():
-    assert PAPER.options() == {"root_node": False, "tie_break": "none", "avoid_wrong_arcs": False}
-    assert ROOT_NODE.options() == {"root_node": True, "tie_break": "none", "avoid_wrong_arcs": False}
+    assert PAPER.options() == {"root_node": False, "tie_break": "none", "lost_words": "free"}
+    assert ROOT_NODE.options() == {"root_node": True, "tie_break": "none", "lost_words": "free"}
     assert PAPER.actions == ("shift", "no-arc", "left", "right")
 
 

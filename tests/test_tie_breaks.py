@@ -49,12 +49,12 @@ def test_option_defaults_to_none_and_round_trips_as_plain_data(name):
     assert get_system(name, **system.options()).options() == system.options()
 
 
-def test_avoid_wrong_arcs_is_a_covington_option_off_by_default():
-    assert get_system("covington").options()["avoid_wrong_arcs"] is False
-    system = get_system("covington", avoid_wrong_arcs=True, tie_break="shortest")
+def test_lost_words_is_a_covington_option_free_by_default():
+    assert get_system("covington").options()["lost_words"] == "free"
+    system = get_system("covington", lost_words="attach", tie_break="shortest")
     assert get_system("covington", **system.options()).options() == system.options()
-    with pytest.raises(KgparserError, match="avoid_wrong_arcs"):
-        get_system("covington", avoid_wrong_arcs="yes")
+    with pytest.raises(KgparserError, match="lost_words"):
+        get_system("covington", lost_words=True)
 
 
 @pytest.mark.parametrize("name, value", [
@@ -151,34 +151,36 @@ def test_covington_shortest_may_pass_a_free_shift_to_break_a_cycle_later():
     assert lengths == {"shift": (2, 4), "no-arc": (2, 5), "left": (2, 3)}
 
 
-COVINGTON_SPARING = [get_system("covington", tie_break=tie_break, avoid_wrong_arcs=True, root_node=root)
-                     for tie_break in ("none", "shortest") for root in (False, True)]
+COVINGTON_LOST_WORDS = [get_system("covington", tie_break=tie_break, lost_words=rule, root_node=root)
+                        for rule in ("spare", "attach") for tie_break in ("none", "shortest") for root in (False, True)]
 
 
-@pytest.mark.parametrize("system", COVINGTON_SPARING, ids=["paper", "root-node", "shortest", "shortest-root-node"])
-def test_covington_avoid_wrong_arcs_on_every_state_up_to_four_words(system):
-    """(d): no zero-cost arc outside the gold tree is preferred while another
-    action keeps the least cost, with and after ``shortest``; (a)-(c) still hold."""
+@pytest.mark.parametrize("system", COVINGTON_LOST_WORDS, ids=lambda s: "-".join(map(str, s.options().values())))
+def test_covington_lost_words_on_every_state_up_to_four_words(system):
+    """(d): the free arcs onto lost words are preferred never (``spare``) or
+    alone (``attach``) while other actions keep the least cost, with and
+    after ``shortest``; (a)-(c) still hold."""
     rng = random.Random(9)
     golds = [t for n in (1, 2, 3) for t in all_trees(n)] + random_trees([4], 4, rng)
     assert_tie_break(system, golds, shortest=system.tie_break == "shortest")
 
 
-def test_covington_avoid_wrong_arcs_prefers_no_arc_over_a_free_wrong_arc():
+def test_covington_lost_words_decides_between_no_arc_and_a_free_wrong_arc():
     """Gold 1 -> 2, 1 -> 3 (1 the root word).  ``shift``, ``no-arc`` passes 1
     without building 1 -> 2, so 2's gold head is out of reach; after
     ``shift`` the focus is (2, 3), where ``left`` (3 -> 2, a wrong arc) and
-    ``no-arc`` are both free; with the option only ``no-arc`` is preferred."""
+    ``no-arc`` are both free."""
     gold = [-1, 0, 1, 1]
-    system = get_system("covington", avoid_wrong_arcs=True)
-    state = system.initial_state(3)
+    state = COVINGTON.initial_state(3)
     for action in ("shift", "no-arc", "shift"):
-        system.apply(state, action)
+        COVINGTON.apply(state, action)
     assert (state.i, state.j) == (2, 3)
-    oracle = system.dynamic_oracle(gold)
-    assert oracle.exact_costs(state) == {"shift": 1, "no-arc": 0, "left": 0, "right": 1}
-    assert oracle.preferred(state) == ["no-arc"]
-    assert get_system("covington").dynamic_oracle(gold).preferred(state) == ["no-arc", "left"]
+    preferred = {}
+    for rule in ("free", "spare", "attach"):
+        oracle = get_system("covington", lost_words=rule).dynamic_oracle(gold)
+        assert oracle.exact_costs(state) == {"shift": 1, "no-arc": 0, "left": 0, "right": 1}
+        preferred[rule] = oracle.preferred(state)
+    assert preferred == {"free": ["no-arc", "left"], "spare": ["no-arc"], "attach": ["left"]}
 
 
 def test_covington_shift_first_order():

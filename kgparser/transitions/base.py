@@ -267,6 +267,9 @@ class StackBufferSystem(TransitionSystem):
 
 TIE_BREAK_NONE = "none"
 TIE_BREAK_SHORTEST = "shortest"
+#: values of the ``lost_words`` option (:class:`TieBreakingOracle`)
+LOST_WORDS_FREE, LOST_WORDS_SPARE, LOST_WORDS_ATTACH = "free", "spare", "attach"
+LOST_WORDS = (LOST_WORDS_FREE, LOST_WORDS_SPARE, LOST_WORDS_ATTACH)
 
 
 class TieBreakError(KgparserError, ValueError):
@@ -323,12 +326,12 @@ class TieBreakingOracle:
     :func:`tie_break_option`) and implement :meth:`exact_costs`; for
     ``"shortest"`` also :meth:`remaining_length`.  A system-specific rule
     that applies before the tie-break (2-Planar's Switch regularization)
-    overrides :meth:`regularized_costs`.  A system whose
-    ``avoid_wrong_arcs`` option is true gets a last, lowest-priority rule:
-    among the actions still at the least cost, those that attach a word to
-    a head other than its gold head (``self.gold``; only zero-cost where the
-    gold head is already out of reach, so that under the Hamming loss the
-    arc is free) cost 1 more, unless all of them would."""
+    overrides :meth:`regularized_costs`.  A system with the ``lost_words``
+    option gets a last, lowest-priority rule about the arcs onto words whose
+    gold head is already out of reach (free under the Hamming loss, so
+    zero-cost ones are exactly those): ``"spare"`` disfavours them among the
+    actions still at the least cost, ``"attach"`` disfavours the others when
+    one of them is there (``self.gold`` tells which arcs are gold)."""
 
     system: TransitionSystem
     tie_break: object = TIE_BREAK_NONE
@@ -358,8 +361,14 @@ class TieBreakingOracle:
             tied = least_cost_actions(costs)
             if len(tied) > 1:
                 costs = penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
-        if getattr(self.system, "avoid_wrong_arcs", False):
-            costs = penalize(costs, self.wrong_arc_actions(state, least_cost_actions(costs)))
+        rule = getattr(self.system, "lost_words", LOST_WORDS_FREE)
+        if rule != LOST_WORDS_FREE:
+            tied = least_cost_actions(costs)
+            wrong = self.wrong_arc_actions(state, tied)
+            if rule == LOST_WORDS_SPARE:
+                costs = penalize(costs, wrong)
+            elif wrong:
+                costs = penalize(costs, set(tied) - wrong)
         return costs
 
     def wrong_arc_actions(self, state: State, actions: Sequence[str]) -> set[str]:

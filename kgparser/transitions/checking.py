@@ -209,10 +209,11 @@ def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, trut
     any action of least exact cost, and the preferred actions are all the
     actions of least ``regularized_costs()`` (the system's own
     regularization, if any) with that property; ``remaining_length()`` is
-    the length of a shortest least-loss computation; (d) where the system
-    has ``avoid_wrong_arcs``, the preferred actions build no arc outside the
-    gold tree unless all of them do, and are exactly the actions (c) or the
-    least regularized cost selects less those, where some are left."""
+    the length of a shortest least-loss computation; (d) with the system's
+    ``lost_words`` option ``spare`` (``attach``), the preferred actions build
+    no arc outside the gold tree unless all of them do (only such arcs, where
+    there are any), and are exactly the actions (c) or the least regularized
+    cost selects, narrowed so."""
     truth = truth or ExactLoss(system, gold_heads)
     oracle = system.dynamic_oracle(gold_heads)
     report = OracleReport()
@@ -246,24 +247,31 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
         if max(lengths[a] for a in preferred) > min(lengths.values()):
             report.fail(f"preferred {preferred} are not the shortest (lengths {lengths}); {where}")
         tied = least_cost_actions(oracle.regularized_costs(state, exact))
-        shortest_tied = _spared([a for a in tied if lengths[a] == min(lengths[t] for t in tied)], oracle, state)
+        shortest_tied = _lost_word_rule([a for a in tied if lengths[a] == min(lengths[t] for t in tied)], oracle,
+                                        state)
         if sorted(preferred) != sorted(shortest_tied):
             report.fail(f"preferred {preferred} != shortest of {tied}: {shortest_tied} (lengths {lengths}); {where}")
-    if getattr(system, "avoid_wrong_arcs", False):
+    rule = getattr(system, "lost_words", "free")
+    if rule != "free":
         wrong = oracle.wrong_arc_actions(state, preferred)
-        if wrong and len(wrong) < len(preferred):
+        if rule == "spare" and wrong and len(wrong) < len(preferred):
             report.fail(f"preferred {preferred} keep the wrong arcs of {sorted(wrong)}; {where}")
+        if rule == "attach" and wrong and len(wrong) < len(preferred):
+            report.fail(f"preferred {preferred} keep actions besides the free wrong arcs {sorted(wrong)}; {where}")
         if oracle.tie_break == "none":
-            spared = _spared(least_cost_actions(oracle.regularized_costs(state, exact)), oracle, state)
-            if sorted(preferred) != sorted(spared):
-                report.fail(f"preferred {preferred} != {spared}, the least-cost actions less wrong arcs; {where}")
+            expected = _lost_word_rule(least_cost_actions(oracle.regularized_costs(state, exact)), oracle, state)
+            if sorted(preferred) != sorted(expected):
+                report.fail(f"preferred {preferred} != {expected} (lost_words: {rule}); {where}")
 
 
-def _spared(actions: list[str], oracle, state) -> list[str]:
-    """``actions`` less those building a wrong arc, when the oracle avoids them and some are left."""
-    if not getattr(oracle.system, "avoid_wrong_arcs", False):
+def _lost_word_rule(actions: list[str], oracle, state) -> list[str]:
+    """``actions`` narrowed by the system's ``lost_words`` option: less the free
+    wrong arcs (``spare``) or only those (``attach``), where some are left."""
+    rule = getattr(oracle.system, "lost_words", "free")
+    if rule == "free":
         return actions
-    kept = [a for a in actions if a not in oracle.wrong_arc_actions(state, actions)]
+    wrong = oracle.wrong_arc_actions(state, actions)
+    kept = [a for a in actions if (a in wrong) == (rule == "attach")]
     return kept or actions
 
 

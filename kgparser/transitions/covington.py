@@ -43,20 +43,23 @@ away from cycles of A ∪ I, ``shift`` alone whenever it costs 0.  A list of
 actions keeps the zero-cost actions that come first in it, e.g. ``[shift]``
 (``no-arc``, ``left`` and ``right`` cost 1 more whenever ``shift`` costs 0).
 
-Option ``avoid_wrong_arcs`` (default ``False``): after the tie-break, a
-zero-cost ``left`` or ``right`` that builds an arc outside the gold tree (free
-under the Hamming loss once its dependent's gold head is out of reach) costs
-1 more when another action is still at the least cost, so training no longer
-takes arbitrary arcs onto such words as correct (issue 18: dynamic models
-predict many times more non-projective arcs than static ones).
+Option ``lost_words`` (default ``"free"``, the paper's oracle): after the
+tie-break, what training takes as correct where a zero-cost ``left`` or
+``right`` builds an arc outside the gold tree (free under the Hamming loss
+once its dependent's gold head is out of reach).  ``"spare"``: the other
+zero-cost actions, so such words stay headless for the single-root repair;
+``"attach"``: those arcs, so the model learns to give such words a head
+where the parser meets them first (issue 18: dynamic models leave many more
+words headless than static ones, and every arc over such a word's tree is
+non-projective).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from . import register
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakError, TieBreakingOracle, TransitionSystem,
-                   tie_break_option, tie_break_value)
+from .base import (LOST_WORDS, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakError,
+                   TieBreakingOracle, TransitionSystem, tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
@@ -129,17 +132,17 @@ class Covington(TransitionSystem):
     #: (:meth:`chain_features`, :mod:`kgparser.decoding`)
     chain_action = NO_ARC
 
-    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, avoid_wrong_arcs: bool = False):
+    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
-        if not isinstance(avoid_wrong_arcs, bool):
-            raise TieBreakError(f"covington option 'avoid_wrong_arcs' must be true or false, "
-                                f"got {avoid_wrong_arcs!r}")
-        self.avoid_wrong_arcs = avoid_wrong_arcs
+        if lost_words not in LOST_WORDS:
+            raise TieBreakError(f"covington option 'lost_words' must be one of {', '.join(LOST_WORDS)}, "
+                                f"got {lost_words!r}")
+        self.lost_words = lost_words
 
     def options(self) -> dict:
         return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),
-                "avoid_wrong_arcs": self.avoid_wrong_arcs}
+                "lost_words": self.lost_words}
 
     def initial_state(self, n: int) -> CovingtonState:
         return CovingtonState(n, self.root_node)
