@@ -55,6 +55,7 @@ def test_lost_words_is_a_covington_option_free_by_default():
     assert get_system("covington", **system.options()).options() == system.options()
     with pytest.raises(KgparserError, match="lost_words"):
         get_system("covington", lost_words=True)
+    assert get_system("two-planar", lost_words="attach").options()["lost_words"] == "attach"
 
 
 @pytest.mark.parametrize("name, value", [
@@ -282,6 +283,18 @@ def test_two_planar_shortest_on_trees_that_are_not_two_planar(system):
     rng = random.Random(6)
     assert_tie_break(system, non_two_planar_trees(6, rng, 2), truth=plane_loss, shortest=True, seed=6,
                      states=lambda gold: late_states(system, 6, rng, 60, lambda s: s.b >= 6))
+
+
+@pytest.mark.parametrize("rule", ["spare", "attach"])
+@pytest.mark.parametrize("tie_break", ["none", "shortest"])
+def test_two_planar_lost_words_on_every_state_up_to_three_words(rule, tie_break):
+    """(a)-(d) with ``lost_words`` after the Switch regularization (and ``shortest``)."""
+    system = get_system("two-planar", tie_break=tie_break, lost_words=rule)
+    rng = random.Random(14)
+    golds = [t for n in (1, 2, 3) for t in all_trees(n)]
+    assert_tie_break(system, golds, truth=plane_loss, shortest=tie_break == "shortest")
+    assert_tie_break(system, random_trees([4], 2, rng), truth=plane_loss, shortest=tie_break == "shortest", seed=14,
+                     states=lambda gold: late_states(system, 4, rng, 150, lambda s: s.b >= 3))
 
 
 def test_regularize_switch_alone_is_a_tie_break_too():

@@ -298,6 +298,13 @@ def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bo
                         f"{', '.join(actions)}, most preferred first; got {value!r}")
 
 
+def lost_words_option(system: str, value) -> str:
+    """``value`` of a system's ``lost_words`` option, checked (:class:`TieBreakingOracle`)."""
+    if value not in LOST_WORDS:
+        raise TieBreakError(f"{system} option 'lost_words' must be one of {', '.join(LOST_WORDS)}, got {value!r}")
+    return value
+
+
 def tie_break_value(tie_break) -> str | list[str]:
     """The option as plain data (configs, checkpoints): a string or a list."""
     return list(tie_break) if isinstance(tie_break, tuple) else tie_break

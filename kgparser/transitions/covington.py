@@ -58,8 +58,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import register
-from .base import (LOST_WORDS, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakError,
-                   TieBreakingOracle, TransitionSystem, tie_break_option, tie_break_value)
+from .base import (LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem,
+                   lost_words_option, tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
@@ -135,10 +135,7 @@ class Covington(TransitionSystem):
     def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
-        if lost_words not in LOST_WORDS:
-            raise TieBreakError(f"covington option 'lost_words' must be one of {', '.join(LOST_WORDS)}, "
-                                f"got {lost_words!r}")
-        self.lost_words = lost_words
+        self.lost_words = lost_words_option(self.name, lost_words)
 
     def options(self) -> dict:
         return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),

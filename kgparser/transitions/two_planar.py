@@ -78,7 +78,10 @@ section 3's "Regularization" as the paper implements it (see
 zero-cost actions after which a least-loss computation is shortest
 (:meth:`TwoPlanarDynamicOracle.remaining_length`), which also disfavours a
 ``reduce`` the computation never needs and an arc onto a word whose gold arc
-is lost; a list of actions keeps the zero-cost actions that come first in it.
+is lost; a list of actions keeps the zero-cost actions that come first in it;
+last, option ``lost_words`` (default ``"free"``; ``"spare"`` or ``"attach"``,
+as for Covington) decides about the free arcs onto words whose gold arc is
+lost.
 
 Features (2018, section 4.2): the top three words of the active stack, the
 first buffer word and the top two words of the inactive stack:
@@ -92,8 +95,8 @@ from typing import Sequence
 from . import register
 from ._two_planar_outlook import Outlook, arc_change, covered_words, gold_cycles, lazy_switches, unreachable_change
 from ._two_planar_planes import NO_PLANE, canonical_planes, is_two_planar, two_planar_subset, word_arcs
-from .base import (NO_HEAD, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, penalize,
-                   tie_break_option, tie_break_value)
+from .base import (LOST_WORDS_FREE, NO_HEAD, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem,
+                   lost_words_option, penalize, tie_break_option, tie_break_value)
 
 SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
 
@@ -141,12 +144,14 @@ class TwoPlanar(TransitionSystem):
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "i0", "i1")
 
-    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE):
+    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
         self.regularize_switch = regularize_switch
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
+        self.lost_words = lost_words_option(self.name, lost_words)
 
     def options(self) -> dict:
-        return {"regularize_switch": self.regularize_switch, "tie_break": tie_break_value(self.tie_break)}
+        return {"regularize_switch": self.regularize_switch, "tie_break": tie_break_value(self.tie_break),
+                "lost_words": self.lost_words}
 
     def initial_state(self, n: int) -> TwoPlanarState:
         return TwoPlanarState(n)
@@ -309,6 +314,8 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
     def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True,
                  system: "TwoPlanar | None" = None, tie_break=TIE_BREAK_NONE):
         self.canon = CanonicalGold(gold_heads)
+        #: the heads the loss counts against (option lost_words): the 2-planar subset
+        self.gold = self.canon.heads
         self.regularize_switch = regularize_switch
         self.system = system or TwoPlanar(regularize_switch)
         self.tie_break = tie_break
