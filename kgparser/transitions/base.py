@@ -360,7 +360,8 @@ class TieBreakingOracle:
 
     def costs(self, state: State) -> dict[str, int]:
         """The costs training uses: :meth:`exact_costs`, regularized, plus 1
-        on the least-cost actions the tie-break does not prefer."""
+        on the least-cost actions the tie-break, then the ``lost_words`` rule,
+        do not prefer."""
         costs = self.regularized_costs(state, self.exact_costs(state))
         if len(costs) < 2:
             return costs
@@ -369,14 +370,16 @@ class TieBreakingOracle:
             if len(tied) > 1:
                 costs = penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
         rule = getattr(self.system, "lost_words", LOST_WORDS_FREE)
-        if rule != LOST_WORDS_FREE:
-            tied = least_cost_actions(costs)
-            wrong = self.wrong_arc_actions(state, tied)
-            if rule == LOST_WORDS_SPARE:
-                costs = penalize(costs, wrong)
-            elif wrong:
-                costs = penalize(costs, set(tied) - wrong)
-        return costs
+        return costs if rule == LOST_WORDS_FREE else self._lost_words_costs(state, costs, rule)
+
+    def _lost_words_costs(self, state: State, costs: dict[str, int], rule: str) -> dict[str, int]:
+        """``costs`` with the free wrong arcs among the least-cost actions
+        disfavoured (``spare``), or the others when there are any (``attach``)."""
+        tied = least_cost_actions(costs)
+        wrong = self.wrong_arc_actions(state, tied)
+        if rule == LOST_WORDS_SPARE:
+            return penalize(costs, wrong)
+        return penalize(costs, set(tied) - wrong) if wrong else costs
 
     def wrong_arc_actions(self, state: State, actions: Sequence[str]) -> set[str]:
         """The arc actions among ``actions`` whose arc is not a gold arc."""
