@@ -21,13 +21,14 @@ class ReachableArcs(ConstrainedSystem):
     def __init__(self, system: TransitionSystem, constraints: Constraints, n: int):
         super().__init__(system, constraints, n)
         if isinstance(system, (ArcEager, ArcHybrid)):
-            self.oracle = system.dynamic_oracle(self.required_head)
+            oracle = system.dynamic_oracle(self.required_head)
+            # every zero-cost action keeps the constrained arcs reachable: a tie-break
+            # (arc-eager's ``costs`` over ``exact_costs``) only narrows what training takes as correct
+            self.costs = getattr(oracle, "exact_costs", oracle.costs)
         else:
             constraints.fail(f"arc constraints need a system with an arc-decomposable dynamic oracle "
                              f"(arc-eager, arc-hybrid), not {system.name!r}")
 
     def allowed(self, state, legal: Sequence[str]) -> list[str]:
-        # every zero-cost action keeps the constrained arcs reachable: a tie-break
-        # (arc-eager's ``exact_costs``) only narrows what training takes as correct
-        costs = getattr(self.oracle, "exact_costs", self.oracle.costs)(state)
+        costs = self.costs(state)
         return [a for a in legal if costs[a] == 0]

@@ -126,8 +126,8 @@ class GradientAverager:
     background while the batch is computed; without that call they are found
     by scanning the gradients.  One all-reduce carries the other gradients
     (a missing one counts as zero); it runs in the background while the rows
-    are exchanged.  On 2 CPU processes (EWT model) this takes about 3 ms per
-    batch where one all-reduce of everything took 13."""
+    are exchanged.  On 2 CPU processes (EWT model, BENCHMARKS.md) this takes
+    about 5 ms per batch where one all-reduce of everything took 13."""
 
     def __init__(self, parameters, world: World, row_sparse: Mapping[str, torch.nn.Parameter] | None = None):
         trainable = [p for p in parameters if p.requires_grad]
@@ -203,6 +203,7 @@ class GradientAverager:
         for count, part in zip(counts, gathered):
             grad.index_add_(0, part[:count, 0].long(), part[:count, 1:], alpha=1.0 / len(counts))
         return grad
+
 
 def sum_over_processes(values: list[float]) -> list[float]:
     """Element-wise sums of ``values`` over the processes (epoch statistics)."""

@@ -265,10 +265,8 @@ class ArcEagerDynamicOracle(TieBreakingOracle, _GoldTree):
         return ROOT < word < state.b and not state.popped[word]
 
     def _reachable(self, state: ArcEagerState, d: int) -> bool:
-        """Whether the gold arc into ``d`` (a word with a gold head) can still be built."""
-        g, heads = self.gold[d], state.heads
-        if heads[d] != NO_HEAD:
-            return heads[d] == g
+        """Whether the gold arc into the headless word ``d`` can still be built."""
+        g = self.gold[d]
         if d < state.b and state.popped[d]:
             return False
         return g == ROOT or g >= state.b or (d >= state.b and self._on_stack(state, g))
@@ -286,28 +284,22 @@ class ArcEagerDynamicOracle(TieBreakingOracle, _GoldTree):
         arc-decomposable), so those are exactly the pops it needs."""
         gold, heads, n = self.gold, state.heads, len(self.gold) - 1
         cover = [0] * (n + 2)
-        pops = 0
+        by_left = bytearray(n + 1)  # words that leave by their own gold left arc
         for d in range(1, n + 1):
             g = gold[d]
             if g <= ROOT or heads[d] != NO_HEAD or not self._reachable(state, d):
                 continue
-            if g > d:
-                pops += 1  # d leaves by left; words between d and g are counted below
+            by_left[d] = g > d
             low, high = min(g, d), max(g, d)
             cover[low + 1] += 1
             cover[high] -= 1
+        pops = sum(by_left)
         inside = 0
         for w in range(1, n + 1):
             inside += cover[w]
-            if inside and not (w < state.b and state.popped[w]) and not self._leaves_by_left(state, w):
+            if inside and not (w < state.b and state.popped[w]) and not by_left[w]:
                 pops += 1
         return n - state.b + 1 + pops
-
-    def _leaves_by_left(self, state: ArcEagerState, w: int) -> bool:
-        """Whether ``w``'s own gold arc to a later head is still to be built
-        (counted once, as its ``left``)."""
-        g = self.gold[w]
-        return g > w and state.heads[w] == NO_HEAD and self._reachable(state, w)
 
     def exact_costs(self, state: ArcEagerState) -> dict[str, int]:
         gold, stack, b = self.gold, state.stack, state.b

@@ -369,8 +369,13 @@ class TieBreakingOracle:
             tied = least_cost_actions(costs)
             if len(tied) > 1:
                 costs = penalize(costs, set(tied) - set(self._preferred_among(state, tied)))
-        rule = getattr(self.system, "lost_words", LOST_WORDS_FREE)
+        rule = self.lost_words
         return costs if rule == LOST_WORDS_FREE else self._lost_words_costs(state, costs, rule)
+
+    @property
+    def lost_words(self) -> str:
+        """The system's ``lost_words`` option (``free`` for systems without it)."""
+        return getattr(self.system, "lost_words", LOST_WORDS_FREE)
 
     def _lost_words_costs(self, state: State, costs: dict[str, int], rule: str) -> dict[str, int]:
         """``costs`` with the free wrong arcs among the least-cost actions

@@ -13,7 +13,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .base import State, TransitionSystem, hamming_loss, least_cost_actions, resolved_heads
+from .base import (LOST_WORDS_ATTACH, LOST_WORDS_FREE, TIE_BREAK_NONE, State, TransitionSystem, hamming_loss,
+                   least_cost_actions, resolved_heads)
 
 
 class ExactLoss:
@@ -251,27 +252,24 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
                                         state)
         if sorted(preferred) != sorted(shortest_tied):
             report.fail(f"preferred {preferred} != shortest of {tied}: {shortest_tied} (lengths {lengths}); {where}")
-    rule = getattr(system, "lost_words", "free")
-    if rule != "free":
+    if oracle.lost_words != LOST_WORDS_FREE:
+        # spare: no wrong arc unless only those; attach: only wrong arcs where there are any
         wrong = oracle.wrong_arc_actions(state, preferred)
-        if rule == "spare" and wrong and len(wrong) < len(preferred):
-            report.fail(f"preferred {preferred} keep the wrong arcs of {sorted(wrong)}; {where}")
-        if rule == "attach" and wrong and len(wrong) < len(preferred):
-            report.fail(f"preferred {preferred} keep actions besides the free wrong arcs {sorted(wrong)}; {where}")
-        if oracle.tie_break == "none":
+        if wrong and len(wrong) < len(preferred):
+            report.fail(f"preferred {preferred} mix the free wrong arcs {sorted(wrong)} with other actions; {where}")
+        if oracle.tie_break == TIE_BREAK_NONE:
             expected = _lost_word_rule(least_cost_actions(oracle.regularized_costs(state, exact)), oracle, state)
             if sorted(preferred) != sorted(expected):
-                report.fail(f"preferred {preferred} != {expected} (lost_words: {rule}); {where}")
+                report.fail(f"preferred {preferred} != {expected} (lost_words: {oracle.lost_words}); {where}")
 
 
 def _lost_word_rule(actions: list[str], oracle, state) -> list[str]:
     """``actions`` narrowed by the system's ``lost_words`` option: less the free
     wrong arcs (``spare``) or only those (``attach``), where some are left."""
-    rule = getattr(oracle.system, "lost_words", "free")
-    if rule == "free":
+    if oracle.lost_words == LOST_WORDS_FREE:
         return actions
     wrong = oracle.wrong_arc_actions(state, actions)
-    kept = [a for a in actions if (a in wrong) == (rule == "attach")]
+    kept = [a for a in actions if (a in wrong) == (oracle.lost_words == LOST_WORDS_ATTACH)]
     return kept or actions
 
 
