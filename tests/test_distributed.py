@@ -56,6 +56,30 @@ def test_gradients_are_averaged_over_processes():
     assert lines == ["[1.5, 1.5, 1.5, 1.5, 1.5, 1.5] [3.0, 3.0, 3.0, 3.0]"] * 2
 
 
+STOP = r"""
+import os, sys, torch, torch.distributed as dist
+from kgparser.training.distributed import start, stop, sum_over_processes, world_from_environment
+from kgparser.training.trainer import _adam
+threads = lambda: len(os.listdir("/proc/self/task"))
+before = threads()
+start(world_from_environment(), "cpu")
+_adam([torch.nn.Parameter(torch.zeros(3))], 0.001, (0.9, 0.9))  # imports torch._dynamo
+sum_over_processes([1.0])
+stop()
+sys.stdout.write(f"threads {before} {threads()}\n")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
+def test_stopping_ends_the_groups_worker_threads():
+    """Gloo's threads must be gone before interpreter shutdown: one still
+    freeing the last all-reduce's tensors then aborts the process (seen in CI)."""
+    done = _torchrun(STOP)
+    assert done.returncode == 0, done.stderr
+    counts = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("threads")]
+    assert len(counts) == 2 and all(before == after for before, after in counts), done.stdout
+
+
 FAILING_RANK = """
 import sys, torch
 from kgparser.training.distributed import GradientAverager, start, world_from_environment

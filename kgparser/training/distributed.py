@@ -72,6 +72,8 @@ def start(world: World, device: str) -> None:
     """Join the process group (gloo on CPU, nccl on CUDA, each rank on its local GPU)."""
     import torch.distributed as dist
 
+    import torch._dynamo  # noqa: F401  (before the group exists: see stop())
+
     timeout = timedelta(seconds=int(os.environ.get("KGPARSER_DIST_TIMEOUT", DEFAULT_TIMEOUT)))
     if device == "cuda":
         torch.cuda.set_device(world.local_rank)
@@ -79,6 +81,16 @@ def start(world: World, device: str) -> None:
 
 
 def stop() -> None:
+    """Leave the process group; returns once its worker threads have ended.
+
+    The group is freed here, and freeing it waits for gloo's worker threads,
+    which may still be letting go of the last collective's tensors after it
+    completed.  A group left alive until interpreter shutdown lets such a
+    thread free a Python tensor without the interpreter, and the process
+    aborts ("terminate called without an active exception").  torch keeps
+    references to the group when ``torch._dynamo`` is first imported after
+    the group was made (building the Adam optimizer imports it), so
+    :func:`start` imports it first."""
     import torch.distributed as dist
 
     if dist.is_initialized():
