@@ -19,8 +19,9 @@ others go, is ``model.root_choice`` (:data:`ROOT_CHOICES`):
   whose root arc scores highest against its best other attachment; without
   them, the loose word whose best attachment scores lowest (the word the model
   least wants to attach anywhere).  The others take their best-scoring head
-  that closes no cycle, the most confident first, with that arc's best label.
-  A system without probes falls back to ``first``;
+  that closes no cycle and crosses no arc (:func:`_attach_by_scores`), the
+  most confident first, with that arc's best label.  A system without probes
+  falls back to ``first``;
 * ``multi``: no repair beyond cycles: every loose word is a dependent of the
   root, labeled ``root``, as in the papers' evaluations;
   ``kgparser evaluate`` scores such output as it is.
@@ -96,11 +97,35 @@ def _scored_root(loose: list[int], scores: ArcScores) -> int:
 
 def _attach_by_scores(heads: list[int], labels: list, loose: list[int], root: int, scores: ArcScores) -> None:
     """Attach every loose word but ``root`` to its best-scoring head that closes
-    no cycle, the most confident first; ``heads`` and ``labels`` change in place."""
+    no cycle, the most confident first; ``heads`` and ``labels`` change in place.
+
+    Among those heads, the best one whose arc crosses none of the arcs so far
+    (the system's, the earlier repairs' and the root arc ``0 -> root``) comes
+    first; only when every head crosses one does the best of them win.  A
+    repair arc that crosses is rarely right (on Hungarian-Szeged test, 2-10%
+    of such arcs had the gold head, against 13-33% of all repair arcs), and a
+    loose fragment attached inside the arcs that span it makes those arcs
+    projective again: experiments/results/README.md, "Repairs that cross no
+    arc", measures it on 72 models."""
     options = {d: [option for option in scores.get(d, ()) if option[1] != 0] for d in loose if d != root}
+    arcs = [(heads[d], d) for d in range(1, len(heads)) if heads[d] > 0] + [(0, root)]
     for d in sorted(options, key=lambda d: options[d][0][0] if options[d] else float("-inf"), reverse=True):
-        head, label = next(((h, label) for _, h, label in options[d] if _top(heads, h) != d), (root, None))
+        acyclic = [(h, label) for _, h, label in options[d] if _top(heads, h) != d]
+        head, label = next(((h, label) for h, label in acyclic if not _crosses_any((h, d), arcs)),
+                            acyclic[0] if acyclic else (root, None))
         heads[d], labels[d] = head, label if label not in (None, ROOT_LABEL) else FALLBACK_LABEL
+        arcs.append((head, d))
+
+
+def _crosses_any(arc: tuple[int, int], arcs: list[tuple[int, int]]) -> bool:
+    """Whether ``arc`` crosses one of ``arcs``: one end strictly inside the other
+    arc's span and one strictly outside (arcs as (head, dependent) positions)."""
+    low, high = sorted(arc)
+    for other in arcs:
+        a, b = sorted(other)
+        if low < a < high < b or a < low < b < high:
+            return True
+    return False
 
 
 def _top(heads: list[int], word: int) -> int:

@@ -97,6 +97,33 @@ def test_scored_attaches_by_the_scores_and_roots_the_least_attachable_word():
     assert fixed_labels == [None, "obj", "obj", "obl", "root"]
 
 
+def test_scored_prefers_a_head_whose_arc_crosses_no_arc():
+    # 1 -> 3 is built; 2 and 4 are loose, 4 is the root (it wants no head).  Word 2's
+    # best head 4 would cross 1 -> 3 (and fragment 2 would stay outside it): 2 takes
+    # the next best, 1, inside the arc that spans it.
+    heads, labels = [-1, -1, -1, 1, -1], [None, None, None, "obj", None]
+    scores = {1: [(1.0, 4, "nsubj")], 2: [(3.0, 4, "obl"), (2.0, 1, "amod"), (1.0, 3, "nmod")],
+              4: [(-5.0, 1, "conj")]}
+    assert to_valid_tree(heads, labels, None, "scored", scores)[0] == [-1, 4, 1, 1, 0]
+
+
+def test_scored_takes_the_best_crossing_head_when_every_head_crosses():
+    # 2 -> 4 and 1 -> 3 cross already (the system's arcs stay); loose 5 is the root.
+    # Each head of loose word 6 (2, 3, 1) crosses the root arc 0 -> 5: the best one wins.
+    heads, labels = [-1, -1, -1, 1, 2, -1, -1], [None] * 7
+    scores = {1: [(4.0, 5, "nsubj")], 2: [(4.0, 5, "obl")], 5: [(-9.0, 1, "x")],
+              6: [(3.0, 2, "obl"), (2.0, 3, "nmod"), (1.0, 1, "amod")]}
+    fixed = to_valid_tree(heads, labels, None, "scored", scores)[0]
+    assert fixed[5] == 0 and fixed[6] == 2
+
+
+def test_scored_root_arc_counts_as_an_arc():
+    # root 2 spans word 1: word 1 may not take 3 (1 -> 3 would cross 0 -> 2) while 2 is allowed
+    heads, labels = [-1, -1, -1, -1], [None] * 4
+    scores = {1: [(5.0, 3, "nsubj"), (1.0, 2, "nsubj")], 2: [(-9.0, 1, "x")], 3: [(4.0, 2, "obj")]}
+    assert to_valid_tree(heads, labels, None, "scored", scores)[0] == [-1, 2, 0, 2]
+
+
 def test_scored_with_root_arcs_roots_the_word_that_prefers_the_root_most():
     heads, labels = [-1, -1, -1], [None, None, None]
     scores = {1: [(3.0, 2, "nsubj"), (1.0, 0, "root")], 2: [(2.5, 0, "root"), (0.5, 1, "obj")]}
