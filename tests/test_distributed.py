@@ -134,10 +134,16 @@ table, dense = torch.nn.Parameter(torch.zeros(6, 2)), torch.nn.Parameter(torch.z
 grad = torch.zeros(6, 2)
 grad[[1, 4] if world.rank == 0 else [4, 5]] = torch.tensor([[2.0, 4.0], [6.0, 8.0]])
 table.grad, dense.grad = grad, torch.full((3,), float(world.rank))
-announced = sys.argv[1] == "announced"
 averager = GradientAverager([table, dense], world, row_sparse={"words": table})
-if announced:  # the batch's ids: rows 1 and 4 (rank 0), 4 and 5 (rank 1), and row 2 without a gradient
-    averager.batch_started({"words": torch.tensor([[1, 4, 2], [4, 1, 0]] if world.rank == 0 else [[5, 4, 2]])})
+if sys.argv[1] == "unannounced":
+    try:
+        averager()
+    except RuntimeError as error:
+        sys.stdout.write(f"refused: {error}\n")
+        dist.destroy_process_group()
+        sys.exit(0)
+# the batch's ids: rows 1 and 4 (rank 0), 4 and 5 (rank 1), and row 2 without a gradient
+averager.batch_started({"words": torch.tensor([[1, 4, 2], [4, 1, 0]] if world.rank == 0 else [[5, 4, 2]])})
 averager()
 sys.stdout.write(f"{table.grad.tolist()} {dense.grad.tolist()}\n")
 sys.stdout.flush()
@@ -145,10 +151,15 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.parametrize("rows", ["scanned", "announced"])
-def test_embedding_rows_are_averaged_like_the_dense_gradients(rows):
-    done = _torchrun(SPARSE_ROWS, rows)
+def test_embedding_rows_are_averaged_like_the_dense_gradients():
+    done = _torchrun(SPARSE_ROWS, "announced")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
     expected = "[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0], [0.0, 0.0], [4.0, 6.0], [3.0, 4.0]] [0.5, 0.5, 0.5]"
     assert lines == [expected] * 2
+
+
+def test_embedding_rows_must_be_announced():
+    done = _torchrun(SPARSE_ROWS, "unannounced")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("refused: GradientAverager: batch_started() was not called") == 2

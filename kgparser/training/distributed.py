@@ -133,10 +133,9 @@ class GradientAverager:
     word table is most of the model (2 of 2.9 million numbers for EWT), so
     only those rows travel: one all-gather per table carries them with their
     indices, and every process adds them up.  The rows are the batch's ids
-    (:meth:`batch_started`, called with the model's inputs before the
-    forward pass), so how many each process sends is exchanged in the
-    background while the batch is computed; without that call they are found
-    by scanning the gradients.  One all-reduce carries the other gradients
+    (:meth:`batch_started`, which must be called with the model's inputs
+    before the forward pass), so how many each process sends is exchanged in
+    the background while the batch is computed.  One all-reduce carries the other gradients
     (a missing one counts as zero); it runs in the background while the rows
     are exchanged.  On 2 CPU processes (EWT model, BENCHMARKS.md) this takes
     about 5 ms per batch where one all-reduce of everything took 13."""
@@ -166,6 +165,8 @@ class GradientAverager:
     def __call__(self) -> None:
         import torch.distributed as dist
 
+        if self.row_sparse and self._announced is None:
+            raise RuntimeError("GradientAverager: batch_started() was not called for this batch")
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.dense]
         flat = torch.cat([g.reshape(-1) for g in grads]) if grads else torch.zeros(0)
         pending = dist.all_reduce(flat, async_op=True)
@@ -187,16 +188,9 @@ class GradientAverager:
 
     def _average_rows(self) -> None:
         """Each table's gradient rows averaged over the processes."""
-        import torch.distributed as dist
-
         tables = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.row_sparse]
-        if self._announced is None:
-            rows = [grad.abs().sum(1).nonzero().squeeze(1) for grad in tables]
-            counts = self._counts(rows)
-            dist.all_reduce(counts)
-        else:
-            (rows, counts, exchange), self._announced = self._announced, None
-            exchange.wait()
+        (rows, counts, exchange), self._announced = self._announced, None
+        exchange.wait()
         for table, grad, mine, counted in zip(self.row_sparse, tables, rows, counts.long().tolist()):
             table.grad = self._summed_rows(grad, mine, counted)
 
