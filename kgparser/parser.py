@@ -44,14 +44,13 @@ import torch
 
 from .constraints import (ConstraintError, ConstraintFilter, Constraints, constraint_filter, constraints_for,
                           constraints_from_misc, read_constraints_jsonl, unsupported)
-from .decoding import (DecodingConstraint, DecodingError, NonFiniteScores, _as_constraint,  # noqa: F401
-                       _collector_paused, decode)
+from .decoding import DecodingConstraint, DecodingError, _collector_paused
 from .errors import KgparserError
 from .model import Model
-from .model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, CheckpointError, load_checkpoint  # noqa: F401
+from .model.checkpoint import CheckpointError, load_checkpoint
 from .plaintext import is_text_format, read_tokenized
 from .tagging import TagReport, parse_tagged
-from .tree_repair import ROOT_CHOICES, to_valid_tree  # noqa: F401
+from .tree_repair import ROOT_CHOICES
 
 ON_BAD_CONSTRAINTS = ("error", "skip")
 

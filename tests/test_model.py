@@ -10,7 +10,7 @@ torch.set_num_threads(1)
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.model import Model
-from kgparser.parser import decode
+from kgparser.decoding import decode
 from kgparser.training.run import build_model
 from kgparser.training.trainer import Trainer
 from kgparser.transitions import get_system, system_names

@@ -12,7 +12,8 @@ import torch
 from kgparser.cli import main
 from kgparser.conllu_io import ConlluError, parse_conllu, read_conllu
 from kgparser.errors import KgparserError
-from kgparser.parser import CheckpointError, LongSentenceWarning, NonFiniteScores, Parser
+from kgparser.decoding import NonFiniteScores
+from kgparser.parser import CheckpointError, LongSentenceWarning, Parser
 from kgparser.training.checkpoints import checkpoint_data, save_atomic
 from kgparser.training.run import build_model
 from test_model import tiny_config, tiny_sentences

@@ -12,8 +12,9 @@ from kgparser.cli import main
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.constraints import ConstraintError, Constraints, constraint_filter
-from kgparser.parser import (ConstraintWarning, DecodingConstraint, DecodingError, Parser, _as_constraint, decode,
-                             to_valid_tree)
+from kgparser.decoding import _as_constraint, decode
+from kgparser.parser import ConstraintWarning, DecodingConstraint, DecodingError, Parser
+from kgparser.tree_repair import to_valid_tree
 from kgparser.training import train
 from kgparser.transitions.trees import children, random_projective_tree
 from test_model import TINY_MODEL, tiny_conllu
