@@ -161,3 +161,26 @@ def test_tables_cut_by_the_outside_bound_are_exact_at_every_bound(monkeypatch):
     cut_work = sum(work for runs in cut for _, work in runs)
     uncut_work = sum(work for runs in uncut for _, work in runs)
     assert cut_work < uncut_work
+
+
+def test_future_loss_asked_again_fills_no_table():
+    """What a table found answers later questions on the same successor
+    (``right`` and ``right2`` share theirs) with the same loss and no work."""
+    rng = random.Random(16)
+    asked = 0
+    for _ in range(40):
+        n = rng.randint(6, 10)
+        gold = derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in random_states(n, rng, 6):
+            future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
+            if future.lower == future.upper:
+                continue
+            least = future.lower + exact_excess(future)
+            assert future.exact(Budget(10**9), future.lower) == least
+            again = Budget(10**9)
+            for at_least in range(future.lower, least + 1):
+                assert future.exact(again, at_least) == least
+            assert again.left == 10**9
+            asked += 1
+    assert asked

@@ -124,10 +124,13 @@ class FutureLoss:
     items whose excess, plus the words they leave without their gold head,
     is at most a bound (see :func:`_least_excess` and :func:`_within_bound`).
 
-    Building it spends one unit of ``budget`` per word of ``γ``.
+    Building it spends one unit of ``budget`` per word of ``γ``.  The object
+    remembers what its tables found (:meth:`_table`), so asking it again (the
+    successors by ``right`` and ``right2`` are the same configuration) costs
+    no table.
     """
 
-    __slots__ = ("gold_pos", "doomed", "ell", "lower", "upper")
+    __slots__ = ("gold_pos", "doomed", "ell", "lower", "upper", "_least", "_above")
 
     def __init__(self, gold: Sequence[int], stack: Sequence[int], reduced: Sequence[int],
                  budget: Budget):
@@ -140,6 +143,9 @@ class FutureLoss:
         self.ell = len(stack)
         self.lower = sum(self.doomed)
         self.upper = self.lower + greedy_excess(self.gold_pos, self.doomed, self.ell)
+        #: the least excess once a table found it; the excess is known to be above ``_above``
+        self._least: int | None = None
+        self._above = -1
 
     def exact(self, budget: Budget, at_least: int = 0, at_most: int | None = None) -> int:
         """The future loss, knowing that it is at least ``at_least`` and at
@@ -160,11 +166,27 @@ class FutureLoss:
         upper -= self.lower
         bound = max(at_least - self.lower, min(1, upper - 1), 0)
         while bound < upper:
-            excess = _least_excess(self.gold_pos, self.doomed, self.ell, bound, budget)
+            excess = self._table(bound, budget)
             if excess is not None:
                 return self.lower + excess
             bound += 1
         return self.lower + upper
+
+    def _table(self, bound: int, budget: Budget) -> int | None:
+        """:func:`_least_excess` at ``bound``, from what earlier tables found
+        when that settles it: a table returns the least excess when it is
+        within its bound and ``None`` otherwise, so one that found it answers
+        every bound, and one that found nothing answers every lower bound."""
+        if self._least is not None:
+            return self._least if self._least <= bound else None
+        if bound <= self._above:
+            return None
+        excess = _least_excess(self.gold_pos, self.doomed, self.ell, bound, budget)
+        if excess is None:
+            self._above = bound
+        else:
+            self._least = excess
+        return excess
 
 
 def greedy_excess(gold_pos: Sequence[int], doomed: Sequence[bool], ell: int) -> int:

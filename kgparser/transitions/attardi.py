@@ -363,6 +363,9 @@ class AttardiDynamicOracle(TieBreakingOracle):
                 successors[action] = (0, FutureLoss(gold, after, reduction.reduced(after, b + 1), budget))
                 continue
             head, dep = _arc(stack, action)
+            if action == RIGHT2:  # pops s0 as ``right`` does: the same successor
+                successors[action] = (int(gold[dep] != head), successors[RIGHT][1])
+                continue
             after = stack[:]
             after.remove(dep)
             if gold[dep] >= b:
