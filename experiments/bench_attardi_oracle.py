@@ -7,7 +7,7 @@ leave deep stacks, the oracle's slow states), else with probability
 every ``costs()`` call with a choice.  The followed actions depend only on
 the exact costs, so every version of an exact oracle is timed on the same
 states.  Prints the calls, their CPU time (total, mean, median, 99th
-percentile, max) per treebank, and a digest of all the costs (equal digests:
+percentile, max, share of the slowest 1%) per treebank, and a digest of all the costs (equal digests:
 equal answers); ``--profile FILE`` writes a cProfile of the calls.
 
     python experiments/bench_attardi_oracle.py --treebanks ../shared/ud/UD_Hungarian-Szeged/hu_szeged-ud-train.conllu
@@ -54,7 +54,8 @@ def summary(seconds: list[float]) -> str:
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
     return (f"{len(seconds)} calls, total {sum(seconds):.2f} s, mean {1000 * statistics.fmean(seconds):.3f} ms, "
             f"median {1000 * statistics.median(seconds):.3f} ms, p99 {1000 * p99:.2f} ms, "
-            f"max {1000 * ordered[-1]:.1f} ms")
+            f"max {1000 * ordered[-1]:.1f} ms, slowest 1% of calls {100 * sum(ordered[-len(ordered) // 100:]) / sum(ordered):.0f}% "
+            f"of the time")
 
 
 def main(argv=None) -> None:

@@ -411,10 +411,15 @@ def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], d
         if not continuations:
             continue
         work += len(continuations)
+        room = bound - v1
+        # la2 pops h2 (neither $ nor the root): its cost depends on h5 only
+        pops_h2 = h2 > 0
+        gold_h2 = gold_pos[h2] if pops_h2 else -2
+        free_h2 = pops_h2 and doomed[h2]
         for (h4, h5), v2 in continuations.items():
-            base = v1 + v2
-            if base > bound:
+            if v2 > room:
                 continue
+            base = v1 + v2
             if h4 == BASE:
                 h4 = h3
             # la: h5 -> h4, pop h4
@@ -424,28 +429,21 @@ def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], d
                     old = out.get((h2, h5))
                     if old is None or value < old:
                         out[(h2, h5)] = value
-            # ra: h4 -> h5, pop h5
+            # ra (h4 -> h5) and ra2 (h2 -> h5) both pop h5 and leave [h1, h2 h4]: the
+            # cheaper counts; ra2 needs h2 != $, and $ is no gold head (gold_h5 != BOTTOM)
             gold_h5 = gold_pos[h5]
-            value = base if gold_h5 == h4 or doomed[h5] else base + 1
+            value = base if gold_h5 == h4 or gold_h5 == h2 or doomed[h5] else base + 1
             if value <= bound:
                 old = out.get((h2, h4))
                 if old is None or value < old:
                     out[(h2, h4)] = value
-            if h2 == BOTTOM:
-                continue
             # la2: h5 -> h2, pop h2
-            if h2 != 0:
-                value = base if gold_pos[h2] == h5 or doomed[h2] else base + 1
+            if pops_h2:
+                value = base if gold_h2 == h5 or free_h2 else base + 1
                 if value <= bound:
                     old = out.get((h4, h5))
                     if old is None or value < old:
                         out[(h4, h5)] = value
-            # ra2: h2 -> h5, pop h5
-            value = base if gold_h5 == h2 or doomed[h5] else base + 1
-            if value <= bound:
-                old = out.get((h2, h4))
-                if old is None or value < old:
-                    out[(h2, h4)] = value
     return work
 
 
