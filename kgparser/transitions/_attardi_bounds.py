@@ -1,6 +1,8 @@
-"""The greedy upper bound on the future loss of a configuration for the
-Attardi dynamic oracle (Gómez-Rodríguez, Sartorio & Satta 2014, section 5.3):
-the loss of one computation from it, found in O(|γ|).  It works on ``γ`` as
+"""Bounds on the future loss of a configuration for the Attardi dynamic
+oracle (Gómez-Rodríguez, Sartorio & Satta 2014, section 5.3): the loss of a
+greedy computation from it (upper), and the gold arcs between stack words
+that the words between them block (lower, which the tables use below their
+cells).  They work on ``γ`` as
 :class:`._attardi_table.FutureLoss` gives it: the gold head of each position
 as a position (``-2``: not in ``γ``), the doomed positions, and ``ℓ``.
 """
@@ -10,6 +12,45 @@ from typing import Sequence
 
 #: position of the bottom-of-stack symbol ``$`` of Algorithm 1 (never in an arc)
 BOTTOM = -1
+
+
+def blocked_triples(gold_pos: Sequence[int], ell: int) -> list[int]:
+    """Disjoint triples of stack words of ``γ`` each of which adds at least 1
+    to the excess of any computation, as the position of each triple's top
+    word.  O(|σ|^2).
+
+    Proof.  Let a gold arc join the stack words ``γ[lo]`` and ``γ[hi]``,
+    ``lo < hi``.  It is built with one of them ``s0`` and the other ``s1``
+    or ``s2``, and nothing is ever pushed between two stack words, so by
+    then all but at most one of the words between them were reduced, each
+    while ``γ[hi]`` was above it: as ``s1``/``s2`` by ``la``/``la2``, with
+    head ``s0``, ``γ[hi]`` or a word above it.  A word ``y`` between them
+    whose gold head is in ``γ`` but left of ``hi`` (a *blocker*) then gets a
+    wrong arc, and it is not doomed, so it adds 1 to the excess.  So for any
+    two blockers ``y1``, ``y2`` of the arc into ``x``, one of ``x``, ``y1``,
+    ``y2`` adds 1 to the excess (``x`` by losing its gold arc), and triples
+    that share no word add 1 each.  The triples are picked greedily, arcs
+    with fewest blockers first; their top word is ``γ[hi]`` or below it.
+    """
+    arcs = []
+    for x in range(1, ell):
+        head = gold_pos[x]
+        if 0 <= head < ell:
+            lo, hi = (head, x) if head < x else (x, head)
+            blockers = [y for y in range(lo + 1, hi) if 0 <= gold_pos[y] < hi]
+            if len(blockers) > 1:
+                arcs.append((len(blockers), x, hi, blockers))
+    arcs.sort()
+    used = [False] * ell
+    tops = []
+    for _, x, hi, blockers in arcs:
+        if used[x]:
+            continue
+        free = [y for y in blockers if not used[y]]
+        if len(free) > 1:
+            used[x] = used[free[0]] = used[free[1]] = True
+            tops.append(hi)
+    return tops
 
 
 def greedy_excess(gold_pos: Sequence[int], doomed: Sequence[bool], ell: int) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ._attardi_bounds import BOTTOM, greedy_excess
+from ._attardi_bounds import BOTTOM, blocked_triples, greedy_excess
 from .trees import depths
 
 
@@ -304,14 +304,20 @@ def _owed(gold_pos: list[int], dependents: list[list[int]], ell: int) -> list[li
     words are from ``j`` (the words between ``h1`` and ``i`` may be gone).
     O(|γ|^2), each row built incrementally as ``j`` grows: the new span word
     adds its gold dependents outside the span and leaves their count if its
-    gold head is in the span."""
+    gold head is in the span.
+
+    A cell of stack words also counts the :func:`.blocked_triples` below
+    ``lo``: their words stay on the stack below the span until the item's
+    computation ends, and their gold heads are below ``lo`` too, so each adds
+    1 later, to words not counted above."""
     m = len(gold_pos)
     later = [sum(q > x for q in dependents[x]) for x in range(m)]
+    tops = blocked_triples(gold_pos, ell)
     owed = []
     for i in range(m):
         lo = max(i - 1, 0) if i < ell else i
         row = [0] * (lo + 1)
-        total = 0
+        total = sum(top < lo for top in tops) if i < ell else 0
         for x in range(lo, m):
             total += later[x]
             if i < ell:
