@@ -29,8 +29,9 @@ def blocked_triples(gold_pos: Sequence[int], ell: int) -> list[int]:
     wrong arc, and it is not doomed, so it adds 1 to the excess.  So for any
     two blockers ``y1``, ``y2`` of the arc into ``x``, one of ``x``, ``y1``,
     ``y2`` adds 1 to the excess (``x`` by losing its gold arc), and triples
-    that share no word add 1 each.  The triples are picked greedily, arcs
-    with fewest blockers first; their top word is ``γ[hi]`` or below it.
+    that share no word add 1 each.  The triples are picked greedily, by
+    their top word ``γ[hi]`` (then fewest blockers), so that the stack below
+    any word keeps many of them (see :func:`._attardi_table._owed`).
     """
     arcs = []
     for x in range(1, ell):
@@ -39,11 +40,11 @@ def blocked_triples(gold_pos: Sequence[int], ell: int) -> list[int]:
             lo, hi = (head, x) if head < x else (x, head)
             blockers = [y for y in range(lo + 1, hi) if 0 <= gold_pos[y] < hi]
             if len(blockers) > 1:
-                arcs.append((len(blockers), x, hi, blockers))
+                arcs.append((hi, len(blockers), x, blockers))
     arcs.sort()
     used = [False] * ell
     tops = []
-    for _, x, hi, blockers in arcs:
+    for hi, _, x, blockers in arcs:
         if used[x]:
             continue
         free = [y for y in blockers if not used[y]]
