@@ -242,3 +242,24 @@ def test_tables_cut_by_blocked_triples_below_the_span_are_exact(monkeypatch):
     without = [runs(future) for future in futures]
     assert [found for found, _ in with_triples] == [found for found, _ in without]
     assert sum(work for _, work in with_triples) < sum(work for _, work in without)
+
+
+def test_exact_gives_the_same_loss_when_it_expects_it_higher():
+    """``exact_expecting_more`` only moves the first table up: the loss is
+    the same whether it is at ``at_least`` or above."""
+    rng = random.Random(19)
+    at_the_floor = above = 0
+    for _ in range(60):
+        n = rng.randint(5, 10)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in deep_states(n, rng, 6):
+            stack, reduced = state.stack, reduction.reduced(state.stack, state.b)
+            least = FutureLoss(gold, stack, reduced, Budget(10**9)).exact(Budget(10**9))
+            for at_least in range(least + 1):
+                fresh = FutureLoss(gold, stack, reduced, Budget(10**9))
+                assert fresh.exact_expecting_more(Budget(10**9), at_least) == least
+                if fresh.lower < fresh.upper:
+                    at_the_floor += at_least == least
+                    above += at_least < least
+    assert at_the_floor and above
