@@ -161,3 +161,105 @@ def test_tables_cut_by_the_outside_bound_are_exact_at_every_bound(monkeypatch):
     cut_work = sum(work for runs in cut for _, work in runs)
     uncut_work = sum(work for runs in uncut for _, work in runs)
     assert cut_work < uncut_work
+
+
+def test_future_loss_asked_again_fills_no_table():
+    """What a table found answers later questions on the same successor
+    (``right`` and ``right2`` share theirs) with the same loss and no work."""
+    rng = random.Random(16)
+    asked = 0
+    for _ in range(40):
+        n = rng.randint(6, 10)
+        gold = derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in random_states(n, rng, 6):
+            future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
+            if future.lower == future.upper:
+                continue
+            least = future.lower + exact_excess(future)
+            assert future.exact(Budget(10**9), future.lower) == least
+            again = Budget(10**9)
+            for at_least in range(future.lower, least + 1):
+                assert future.exact(again, at_least) == least
+            assert again.left == 10**9
+            asked += 1
+    assert asked
+
+
+def deep_states(n, rng, count):
+    """States along computations that mostly shift: deep stacks, the
+    oracle's slow states."""
+    states = []
+    while len(states) < count:
+        state = SYSTEM.initial_state(n)
+        while not SYSTEM.is_final(state) and len(states) < count:
+            states.append(state.copy())
+            legal = SYSTEM.legal_actions(state)
+            SYSTEM.apply(state, "shift" if "shift" in legal and rng.random() < 0.7 else rng.choice(legal))
+    return states
+
+
+def test_blocked_triples_bound_the_least_excess_from_below():
+    rng = random.Random(17)
+    found = 0
+    for _ in range(150):
+        n = rng.randint(6, 11)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in deep_states(n, rng, 6):
+            future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
+            tops = table.blocked_triples(future.gold_pos, future.ell)
+            assert len(tops) <= exact_excess(future), (gold, state.stack, state.b)
+            found += len(tops)
+    assert found
+
+
+def test_tables_cut_by_blocked_triples_below_the_span_are_exact(monkeypatch):
+    """The outside bound of a stack cell counts the blocked triples below
+    it: cut tables give the uncut results at every bound, and the triples
+    cut work."""
+    monkeypatch.setattr(table, "CUT_FROM", 0)
+    rng = random.Random(18)
+    futures = []
+    while len(futures) < 60:
+        n = rng.randint(8, 11)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in deep_states(n, rng, 6):
+            future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
+            if any(top < future.ell - 2 for top in table.blocked_triples(future.gold_pos, future.ell)):
+                futures.append(future)
+
+    def runs(future):
+        found = []
+        budget = Budget(10**9)
+        for bound in range(len(future.gold_pos)):
+            found.append(table._least_excess(future.gold_pos, future.doomed, future.ell, bound, budget))
+        return found, 10**9 - budget.left
+
+    with_triples = [runs(future) for future in futures]
+    monkeypatch.setattr(table, "blocked_triples", lambda gold_pos, ell: [])
+    without = [runs(future) for future in futures]
+    assert [found for found, _ in with_triples] == [found for found, _ in without]
+    assert sum(work for _, work in with_triples) < sum(work for _, work in without)
+
+
+def test_exact_gives_the_same_loss_when_it_expects_it_higher():
+    """``exact_expecting_more`` only moves the first table up: the loss is
+    the same whether it is at ``at_least`` or above."""
+    rng = random.Random(19)
+    at_the_floor = above = 0
+    for _ in range(60):
+        n = rng.randint(5, 10)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        reduction = BufferReduction(gold, children(gold))
+        for state in deep_states(n, rng, 6):
+            stack, reduced = state.stack, reduction.reduced(state.stack, state.b)
+            least = FutureLoss(gold, stack, reduced, Budget(10**9)).exact(Budget(10**9))
+            for at_least in range(least + 1):
+                fresh = FutureLoss(gold, stack, reduced, Budget(10**9))
+                assert fresh.exact_expecting_more(Budget(10**9), at_least) == least
+                if fresh.lower < fresh.upper:
+                    at_the_floor += at_least == least
+                    above += at_least < least
+    assert at_the_floor and above

@@ -323,9 +323,12 @@ class AttardiDynamicOracle(TieBreakingOracle):
         least successor loss, is a better lower bound: it is known without a
         table when the least lower bound of a successor equals the least
         upper bound, else it comes from the tables of ``c`` (within those
-        two).  A reduction changes β_R only if its dependent has its gold
-        head in the buffer (condition (i) of section 5.2), so the reductions
-        mostly share the reduced buffer of ``c``.  The future loss of ``c``
+        two).  A successor whose upper bound is above the least one most
+        likely costs more than 0, so its first table skips the bound of a
+        zero cost (:meth:`FutureLoss.exact_expecting_more`).  A reduction changes β_R
+        only if its dependent has its gold head in the buffer (condition (i)
+        of section 5.2), so the reductions mostly share the reduced buffer
+        of ``c``.  The future loss of ``c``
         is usually known from ``previous`` (the previous call computed it for
         one of its successors), and this call leaves its successors' in
         ``self._previous``.
@@ -344,7 +347,8 @@ class AttardiDynamicOracle(TieBreakingOracle):
                 if reduced is None:
                     reduced = reduction.reduced(stack, b)
                 loss = FutureLoss(gold, stack, reduced, budget).exact(budget, lowest, least_upper)
-            losses = {action: arc + future.exact(budget, loss - arc)
+            losses = {action: arc + (future.exact_expecting_more(budget, loss - arc)
+                                     if arc + future.upper > least_upper else future.exact(budget, loss - arc))
                       for action, (arc, future) in successors.items()}
         self._previous = (stack[:], b, {action: losses[action] - arc for action, (arc, _) in successors.items()})
         return losses
@@ -363,6 +367,9 @@ class AttardiDynamicOracle(TieBreakingOracle):
                 successors[action] = (0, FutureLoss(gold, after, reduction.reduced(after, b + 1), budget))
                 continue
             head, dep = _arc(stack, action)
+            if action == RIGHT2:  # pops s0 as ``right`` does: the same successor
+                successors[action] = (int(gold[dep] != head), successors[RIGHT][1])
+                continue
             after = stack[:]
             after.remove(dep)
             if gold[dep] >= b:
