@@ -16,6 +16,16 @@ from test_attardi import derived_tree
 SYSTEM = get_system("attardi")
 
 
+
+def gold_trees(rng: random.Random, low: int, high: int):
+    """Endless ``(n, gold, buffer reduction)`` of ``low..high`` words: half of the
+    trees random (a tree the parser cannot build has more conflicts, so more
+    loose bounds), half derived by the parser."""
+    while True:
+        n = rng.randint(low, high)
+        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
+        yield n, gold, BufferReduction(gold, children(gold))
+
 def random_states(n, rng, count):
     """States along random computations (mostly off any gold computation)."""
     states = []
@@ -62,10 +72,7 @@ def exact_excess(future):
 
 def test_buffer_reduction_matches_its_definition():
     rng = random.Random(10)
-    for _ in range(150):
-        n = rng.randint(1, 12)
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for _, (n, gold, reduction) in zip(range(150), gold_trees(rng, 1, 12)):
         for state in random_states(n, rng, 6):
             expected = reduced_by_definition(gold, state.stack, state.b)
             assert reduction.reduced(state.stack, state.b) == expected, (gold, state.stack, state.b)
@@ -74,11 +81,7 @@ def test_buffer_reduction_matches_its_definition():
 def test_greedy_bounds_enclose_the_least_future_loss_and_exact_uses_them():
     rng = random.Random(11)
     tight = loose = 0
-    for _ in range(60):
-        n = rng.randint(4, 9)
-        # a tree the parser cannot build has more conflicts, so more loose bounds
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for _, (n, gold, reduction) in zip(range(60), gold_trees(rng, 4, 9)):
         for state in random_states(n, rng, 8):
             future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
             least = future.lower + exact_excess(future)
@@ -142,10 +145,7 @@ def test_tables_cut_by_the_outside_bound_are_exact_at_every_bound(monkeypatch):
     monkeypatch.setattr(table, "CUT_FROM", 0)
     rng = random.Random(14)
     futures = []
-    for _ in range(40):
-        n = rng.randint(5, 10)
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for _, (n, gold, reduction) in zip(range(40), gold_trees(rng, 5, 10)):
         for state in random_states(n, rng, 6):
             futures.append(FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9)))
 
@@ -202,10 +202,7 @@ def deep_states(n, rng, count):
 def test_blocked_triples_bound_the_least_excess_from_below():
     rng = random.Random(17)
     found = 0
-    for _ in range(150):
-        n = rng.randint(6, 11)
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for _, (n, gold, reduction) in zip(range(150), gold_trees(rng, 6, 11)):
         for state in deep_states(n, rng, 6):
             future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
             tops = table.blocked_triples(future.gold_pos, future.ell)
@@ -221,10 +218,9 @@ def test_tables_cut_by_blocked_triples_below_the_span_are_exact(monkeypatch):
     monkeypatch.setattr(table, "CUT_FROM", 0)
     rng = random.Random(18)
     futures = []
-    while len(futures) < 60:
-        n = rng.randint(8, 11)
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for n, gold, reduction in gold_trees(rng, 8, 11):
+        if len(futures) >= 60:
+            break
         for state in deep_states(n, rng, 6):
             future = FutureLoss(gold, state.stack, reduction.reduced(state.stack, state.b), Budget(10**9))
             if any(top < future.ell - 2 for top in table.blocked_triples(future.gold_pos, future.ell)):
@@ -249,10 +245,7 @@ def test_exact_gives_the_same_loss_when_it_expects_it_higher():
     the same whether it is at ``at_least`` or above."""
     rng = random.Random(19)
     at_the_floor = above = 0
-    for _ in range(60):
-        n = rng.randint(5, 10)
-        gold = random_tree(n, rng) if rng.random() < 0.5 else derived_tree(n, rng)
-        reduction = BufferReduction(gold, children(gold))
+    for _, (n, gold, reduction) in zip(range(60), gold_trees(rng, 5, 10)):
         for state in deep_states(n, rng, 6):
             stack, reduced = state.stack, reduction.reduced(state.stack, state.b)
             least = FutureLoss(gold, stack, reduced, Budget(10**9)).exact(Budget(10**9))
