@@ -2,8 +2,8 @@
 Satta (2014), "A polynomial-time dynamic oracle for non-projective dependency
 parsing", section 5: buffer reduction (section 5.2) and the tabular loss
 algorithm (section 5.3, Algorithm 1), used by :mod:`.attardi`, with O(n)
-bounds on the loss (a greedy computation) that settle most losses without
-the table.
+bounds on the loss (a greedy computation, :mod:`._attardi_bounds`) that
+settle most losses without the table.
 
 Both stages work on a configuration given as its stack (word indices, the
 root ``0`` at the bottom) and the first buffer word ``b`` (the buffer is
