@@ -52,10 +52,10 @@ def follow(system, oracle, gold, rng: random.Random, shift: float, explore: floa
 def summary(seconds: list[float]) -> str:
     ordered = sorted(seconds)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    slowest = sum(ordered[-len(ordered) // 100:]) / sum(ordered)
     return (f"{len(seconds)} calls, total {sum(seconds):.2f} s, mean {1000 * statistics.fmean(seconds):.3f} ms, "
             f"median {1000 * statistics.median(seconds):.3f} ms, p99 {1000 * p99:.2f} ms, "
-            f"max {1000 * ordered[-1]:.1f} ms, slowest 1% of calls {100 * sum(ordered[-len(ordered) // 100:]) / sum(ordered):.0f}% "
-            f"of the time")
+            f"max {1000 * ordered[-1]:.1f} ms, slowest 1% of calls {100 * slowest:.0f}% of the time")
 
 
 def main(argv=None) -> None:

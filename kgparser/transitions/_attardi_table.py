@@ -2,8 +2,8 @@
 Satta (2014), "A polynomial-time dynamic oracle for non-projective dependency
 parsing", section 5: buffer reduction (section 5.2) and the tabular loss
 algorithm (section 5.3, Algorithm 1), used by :mod:`.attardi`, with O(n)
-bounds on the loss (a greedy computation) that settle most losses without
-the table.
+bounds on the loss (a greedy computation, :mod:`._attardi_bounds`) that
+settle most losses without the table.
 
 Both stages work on a configuration given as its stack (word indices, the
 root ``0`` at the bottom) and the first buffer word ``b`` (the buffer is
@@ -118,9 +118,9 @@ class FutureLoss:
     for the least *excess* (wrong arcs into other words).  A greedy
     computation (:func:`.greedy_excess`) gives an upper bound on the excess:
     ``lower``/``upper`` bound the future loss in O(|γ|), and when they meet
-    no table is needed.  Otherwise :meth:`exact` fills tables that only keep items whose
-    excess, plus the words they leave without their gold head, is at most a
-    bound (see :func:`_least_excess` and :func:`_within_bound`).
+    no table is needed.  Otherwise :meth:`exact` fills tables that only keep
+    items whose excess, plus the words they leave without their gold head,
+    is at most a bound (see :func:`_least_excess` and :func:`_within_bound`).
 
     Building it spends one unit of ``budget`` per word of ``γ``.  The object
     remembers what its tables found (:meth:`_table`), so asking it again (the
@@ -420,7 +420,7 @@ def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], d
     (position 0) is never a dependent, ``$`` never a head.  Returns the
     number of item pairs tried.
 
-    The four reductions are written out in full rather than through a helper:
+    The reductions are written out in full rather than through a helper:
     this is the innermost loop of the oracle, where a Python call per item
     pair would be a large part of the work.
     """
