@@ -162,7 +162,7 @@ class FutureLoss:
         """
         upper = self.upper if at_most is None else max(self.lower, min(self.upper, at_most))
         upper -= self.lower
-        return self._search(max(at_least - self.lower, min(1, upper - 1), 0), upper, budget)
+        return self._search(self._first_bound(at_least, upper), upper, budget)
 
     def exact_expecting_more(self, budget: Budget, at_least: int) -> int:
         """:meth:`exact` for a loss the caller expects above ``at_least``:
@@ -171,8 +171,12 @@ class FutureLoss:
         oracle's time on the Hungarian and Greek bench, for the successors
         that do not look best by their upper bound)."""
         upper = self.upper - self.lower
-        bound = max(at_least - self.lower, min(1, upper - 1), 0)
+        bound = self._first_bound(at_least, upper)
         return self._search(min(bound + 1, upper - 1) if bound < upper else bound, upper, budget)
+
+    def _first_bound(self, at_least: int, upper: int) -> int:
+        """The bound of :meth:`exact`'s first table (on the excess, below ``upper``)."""
+        return max(at_least - self.lower, min(1, upper - 1), 0)
 
     def _search(self, bound: int, upper: int, budget: Budget) -> int:
         """The future loss from tables at ``bound``, raised one at a time,
