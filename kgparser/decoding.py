@@ -35,7 +35,7 @@ import torch
 
 from .constraints import ConstraintError, ConstraintFilter, forced_arc_labels
 from .errors import KgparserError
-from .model import Model
+from .model import CharTable, Model
 from .model.features import flat_rows, positions_rows, state_rows
 from .model.tagger import best_tags
 from .tree_repair import loose_words, to_valid_tree
@@ -44,6 +44,8 @@ from .tree_repair import loose_words, to_valid_tree
 #: by the live sentences: the lookahead saves the fixed cost of MLP calls, which many live
 #: sentences share anyway, and wastes the rows after a run's end
 AHEAD_ROWS_PER_CALL = 256
+#: batches whose character vectors are computed together (each distinct form once)
+CHAR_TABLE_BATCHES = 32
 
 
 class DecodingError(KgparserError):
@@ -178,6 +180,9 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
     results: list = [None] * len(sentences)
     choice = root_choice or model.config.model.root_choice
     order = sorted(range(len(sentences)), key=lambda i: sentences[i].n)
+    # the character vectors of CHAR_TABLE_BATCHES batches' distinct forms are computed
+    # at once: a form that several batches share costs one character BiLSTM pass
+    table_span, char_table = batch_size * CHAR_TABLE_BATCHES, None
     network = model.network
     was_training = network.training
     network.eval()
@@ -185,10 +190,12 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
         with torch.no_grad(), _collector_paused():
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
+                if start % table_span == 0 and model.config.model.char_dim:
+                    char_table = model.char_table([sentences[i] for i in order[start:start + table_span]])
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
                 failed: list = []
                 decoder = _BatchDecoder(model, [sentences[i] for i in chosen], batch_constraints, failed,
-                                        with_tags=tags is not None)
+                                        with_tags=tags is not None, char_table=char_table)
                 try:
                     states = decoder.run()
                 except DecodingError as error:
@@ -221,8 +228,9 @@ class _BatchDecoder:
     updated)."""
 
     def __init__(self, model: Model, sentences: Sequence, constraints: list | None, failed: list,
-                 with_tags: bool = False):
+                 with_tags: bool = False, char_table: CharTable | None = None):
         system = model.system
+        self.char_table = char_table
         self.with_tags, self.tags = with_tags, None
         self.model, self.system, self.sentences = model, system, sentences
         self.constraints, self.failed = constraints, failed
@@ -243,7 +251,7 @@ class _BatchDecoder:
         if not live and not self.with_tags:
             return states
         network = self.model.network
-        inputs = self.model.inputs(self.sentences)
+        inputs = self.model.inputs(self.sentences, char_table=self.char_table)
         self.offsets, self.pad = inputs["offsets"], inputs["pad_row"]
         vectors, tag_scores = network.encode_all(inputs, with_tags=self.with_tags)
         if self.with_tags:

@@ -222,6 +222,43 @@ def test_char_model_and_xpos_inputs():
     assert vectors.shape == (sum(s.n + 1 for s in sentences) + 1, 32)
 
 
+def char_model_and_sentences():
+    """A character model and sentences whose forms vary in length (including one
+    longer than any training form, with unseen characters)."""
+    text = "".join(tiny_conllu(6, seed=3)).replace("\tw1\t", "\twalked\t").replace("\tw2\t", "\tzq\t")
+    sentences = list(parse_conllu(text, "chars.conllu"))
+    model = build_model(config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4}}), sentences)
+    model.network.eval()
+    sentences[0].forms[0] = "Überlängenwort"
+    return model, sentences
+
+
+def test_a_char_table_gives_each_form_the_vector_its_batch_computes():
+    model, sentences = char_model_and_sentences()
+    table = model.char_table(sentences, group=3)
+    with torch.no_grad():
+        for batch in (sentences[:2], sentences[2:]):
+            alone = model.inputs(batch)
+            shared = model.inputs(batch, char_table=table)
+            assert "chars" not in shared and shared["char_vectors"] is table.vectors
+            assert torch.allclose(model.network.encode(alone), model.network.encode(shared), atol=1e-6)
+    assert set(table.rows) == {form for s in sentences for form in s.forms} | {"\0root"}
+    assert not table.vectors[-1].any() and len(table.vectors) == len(table.rows) + 1
+    with pytest.raises(KeyError):
+        model.inputs(list(parse_conllu("1\tunseen\t_\tA\t_\t_\t0\troot\t_\t_\n\n")), char_table=table)
+
+
+def test_decoding_runs_the_character_lstm_once_per_distinct_form(monkeypatch):
+    model, sentences = char_model_and_sentences()
+    plain = decode(model, sentences, batch_size=2)
+    counted = []
+    original = model.network.char_vectors
+    monkeypatch.setattr(model.network, "char_vectors",
+                        lambda chars, lengths: counted.append(len(lengths)) or original(chars, lengths))
+    assert decode(model, sentences, batch_size=2) == plain
+    assert sum(counted) == len({form for s in sentences for form in s.forms}) + 1  # and ROOT
+
+
 @pytest.mark.parametrize("name", system_names())
 def test_every_system_trains_with_aggressive_exploration_on_any_tree(name):
     """Exploration leads the oracles off the gold path, also on non-projective gold."""

@@ -6,7 +6,7 @@ score matrix) and the network weights.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -19,9 +19,17 @@ from .embeddings import lookup_id
 from .network import SLOTS_PER_POSITION, Network
 from .tagger import TAG_CLASS_OFFSET
 
-__all__ = ["Model", "Network", "SLOTS_PER_POSITION"]
+__all__ = ["CharTable", "Model", "Network", "SLOTS_PER_POSITION"]
 
 EXT_PAD, EXT_UNK = 0, 1
+ROOT_FORM = "\0root"  # ROOT's key among the forms whose character vectors a batch reads
+
+
+class CharTable(NamedTuple):
+    """Character vectors computed ahead (:meth:`Model.char_table`): ``rows`` maps each
+    form to its row of ``vectors``, whose last row is the zero vector of padding."""
+    rows: dict[str, int]
+    vectors: torch.Tensor
 
 
 class Model:
@@ -92,7 +100,8 @@ class Model:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def inputs(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True) -> dict:
+    def inputs(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
+               char_table: CharTable | None = None) -> dict:
         """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
         row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
         With ``rng``, word dropout
@@ -100,7 +109,9 @@ class Model:
         tag dropout a tag with probability ``pos_dropout``.  A model that reads its own
         predicted tags (``model.tag_input: predicted`` or ``soft``) reads instead the
         sentences' tags where they are known tags and ``given_tags`` is true (at parse
-        time: the user's tags), and predicts the others (in training: all)."""
+        time: the user's tags), and predicts the others (in training: all).  A model
+        with characters reads their vectors from ``char_table`` where given (it must
+        hold every form of the batch), else computes them for the batch."""
         cfg = self.config.model
         width = max(s.n for s in sentences) + 1
         batch = len(sentences)
@@ -140,33 +151,59 @@ class Model:
         if ext is not None:
             out["ext"] = torch.from_numpy(ext).to(device)
         if cfg.char_dim:
-            out.update(self._char_inputs(sentences, width))
+            out.update(self._char_inputs(sentences, width, char_table))
         return out
 
-    def _char_inputs(self, sentences: Sequence, width: int) -> dict:
-        char_index = self.vocabs.chars.index
-        types: dict[str, int] = {}
-        root_key = "\0root"
+    def _char_inputs(self, sentences: Sequence, width: int, table: CharTable | None = None) -> dict:
+        """Each padded position's row of the character vectors: of ``table`` where
+        given (``char_vectors``), else of the batch's own distinct forms, whose
+        characters are returned for :meth:`Network.char_vectors`."""
+        if table is None:
+            rows: dict[str, int] = {}
+            row_of = lambda form: rows.setdefault(form, len(rows))  # noqa: E731
+        else:
+            rows, row_of = table.rows, table.rows.__getitem__
         position = np.zeros((len(sentences), width), dtype=np.int64)
         for i, sentence in enumerate(sentences):
-            position[i, 0] = types.setdefault(root_key, len(types))
-            for j, form in enumerate(sentence.forms, 1):
-                position[i, j] = types.setdefault(form, len(types))
-        for i, sentence in enumerate(sentences):
-            position[i, sentence.n + 1:] = len(types)  # the zero row
-        longest = max(max((len(t) for t in types), default=1), 1)
-        chars = np.zeros((len(types), longest), dtype=np.int64)
-        lengths = np.ones(len(types), dtype=np.int64)
-        for form, t in types.items():
-            if form == root_key:
+            position[i, 0] = row_of(ROOT_FORM)
+            position[i, 1:sentence.n + 1] = [row_of(form) for form in sentence.forms]
+            position[i, sentence.n + 1:] = -1
+        position[position < 0] = len(rows)  # the zero row
+        index = torch.from_numpy(position).to(self.device)
+        if table is not None:
+            return {"char_vectors": table.vectors, "char_index": index}
+        chars, lengths = self._char_ids(list(rows))
+        return {"chars": chars, "char_lengths": lengths, "char_index": index}
+
+    def _char_ids(self, forms: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded character ids ``[forms, longest]`` of ``forms`` and their lengths."""
+        char_index = self.vocabs.chars.index
+        longest = max(map(_char_count, forms), default=1)
+        chars = np.zeros((len(forms), longest), dtype=np.int64)
+        lengths = np.ones(len(forms), dtype=np.int64)
+        for t, form in enumerate(forms):
+            if form == ROOT_FORM:
                 chars[t, 0] = ROOT_ID
                 continue
             ids = [char_index.get(c, UNK_ID) for c in form] or [UNK_ID]
             chars[t, :len(ids)] = ids
             lengths[t] = len(ids)
-        device = self.device
-        return {"chars": torch.from_numpy(chars).to(device), "char_lengths": torch.from_numpy(lengths),
-                "char_index": torch.from_numpy(position).to(device)}
+        return torch.from_numpy(chars).to(self.device), torch.from_numpy(lengths)
+
+    def char_table(self, sentences: Sequence, group: int = 1024) -> CharTable:
+        """The character vectors of every distinct form of ``sentences`` (and of ROOT),
+        each computed once however many batches read it (at parse time, see
+        :func:`kgparser.decoding.decode`), up to ``group`` forms of one length at a time."""
+        # sorted in full, not in set order: string hashes, and so the groups, change with each process
+        forms = sorted({form for sentence in sentences for form in sentence.forms} | {ROOT_FORM},
+                       key=lambda form: (_char_count(form), form))
+        network, parts, start = self.network, [], 0
+        for end in range(1, len(forms) + 1):
+            if end == len(forms) or end - start == group or _char_count(forms[end]) != _char_count(forms[start]):
+                parts.append(network.char_vectors(*self._char_ids(forms[start:end])))
+                start = end
+        parts.append(parts[0].new_zeros(1, parts[0].shape[1]))
+        return CharTable({form: row for row, form in enumerate(forms)}, torch.cat(parts))
 
     # -- plain data -----------------------------------------------------------------------
 
@@ -195,6 +232,12 @@ class Model:
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model
+
+
+def _char_count(form: str) -> int:
+    """How many characters the character BiLSTM reads for ``form`` (ROOT and the
+    empty form read one symbol, see :meth:`Model._char_ids`)."""
+    return 1 if form == ROOT_FORM else len(form) or 1
 
 
 def _checked_tag_columns(config: Config, vocabs: Vocabularies) -> list[str]:

@@ -108,12 +108,15 @@ class Network(nn.Module):
             self.ext_emb.weight[2:2 + len(vectors)] = vectors
         self.ext_emb.weight.requires_grad_(not freeze)
 
-    def _char_vectors(self, chars: torch.Tensor, char_lengths: torch.Tensor) -> torch.Tensor:
-        """Final states of the character BiLSTM for every word type, plus a zero row."""
-        packed = pack_padded_sequence(self.char_emb(chars), char_lengths, batch_first=True, enforce_sorted=False)
-        _, (h_n, _) = self._run_lstm(self.char_lstm, packed)
-        vectors = torch.cat([h_n[0], h_n[1]], dim=1)
-        return torch.cat([vectors, vectors.new_zeros(1, vectors.shape[1])])
+    def char_vectors(self, chars: torch.Tensor, char_lengths: torch.Tensor) -> torch.Tensor:
+        """Final states of the character BiLSTM, forward and backward, for every form
+        given by its right-padded characters ``[forms, longest]`` and their lengths
+        (forms of one length need no packing, which costs a sort and a copy)."""
+        x = self.char_emb(chars)
+        if int(char_lengths.min()) < chars.shape[1]:
+            x = pack_padded_sequence(x, char_lengths, batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self._run_lstm(self.char_lstm, x)
+        return torch.cat([h_n[0], h_n[1]], dim=1)
 
     def encode(self, inputs: dict) -> torch.Tensor:
         """BiLSTM vectors ``[tokens + 1, dim]`` of every token (ROOT included) of every
@@ -174,8 +177,17 @@ class Network(nn.Module):
         if self.ext_emb is not None:
             parts.append(self.ext_emb(inputs["ext"]))
         if self.char_lstm is not None:
-            parts.append(self._char_vectors(inputs["chars"], inputs["char_lengths"])[inputs["char_index"]])
+            parts.append(self._char_table(inputs)[inputs["char_index"]])
         return torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]
+
+    def _char_table(self, inputs: dict) -> torch.Tensor:
+        """The character vectors a batch's ``char_index`` points into, ending with a zero
+        row: given ahead (``char_vectors``), or computed for the batch's own forms."""
+        table = inputs.get("char_vectors")
+        if table is not None:
+            return table
+        vectors = self.char_vectors(inputs["chars"], inputs["char_lengths"])
+        return torch.cat([vectors, vectors.new_zeros(1, vectors.shape[1])])
 
     def _bilstm(self, x: torch.Tensor, reverse: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """BiLSTM layers ``start`` to ``stop - 1`` over a right-padded batch.  The backward LSTMs read each
