@@ -326,10 +326,46 @@ def test_shortest_disfavours_switches_and_reduces_that_only_lengthen():
 
 # --- Attardi -----------------------------------------------------------------------------
 
+def attardi_golds(system, seed: int):
+    """A third of the trees of up to four words and six of five words that
+    Attardi can build."""
+    rng = random.Random(seed)
+    golds = [t for n in (1, 2, 3, 4) for t in all_trees(n) if system.can_build(t)][::3]
+    return golds + [t for t in random_trees([5], 6, rng) if system.can_build(t)]
+
+
 @pytest.mark.parametrize("order", [["shift"], ["left", "right"], ["right2", "left2", "right", "left", "shift"]])
 def test_attardi_orders_on_every_state(order):
     system = get_system("attardi", tie_break=order)
-    rng = random.Random(9)
-    golds = [t for n in (1, 2, 3, 4) for t in all_trees(n) if system.can_build(t)][::3]
-    golds += [t for t in random_trees([5], 6, rng) if system.can_build(t)]
-    assert_tie_break(system, golds, limit=500)
+    assert_tie_break(system, attardi_golds(system, 9), limit=500)
+
+
+@pytest.mark.parametrize("rule", ["spare", "attach"])
+@pytest.mark.parametrize("tie_break", ["none", ["shift"]])
+def test_attardi_lost_words_on_every_state(rule, tie_break):
+    """(a), (b) and (d): the free arcs onto lost words are preferred never
+    (``spare``) or alone (``attach``) while other actions keep the least
+    cost, with and after a tie-break order."""
+    system = get_system("attardi", tie_break=tie_break, lost_words=rule)
+    assert system.options()["lost_words"] == rule
+    assert_tie_break(system, attardi_golds(system, 10), limit=500)
+
+
+def test_attardi_lost_words_decides_between_shift_and_a_free_wrong_arc():
+    """Gold 0 -> 1, 1 -> 2, 1 -> 3.  ``shift``, ``shift``, ``left`` builds
+    2 -> 1 (wrong) and pops 1, so the gold heads of 2 and 3 are lost: from
+    stack ``0 2`` both ``shift`` and ``right`` (0 -> 2, wrong but free) cost
+    0.  ``attach`` takes ``right`` as correct, ``spare`` ``shift``; the
+    exact costs stay the paper's."""
+    gold = [-1, 0, 1, 1]
+    system = get_system("attardi")
+    state = system.initial_state(3)
+    for action in ("shift", "shift", "left"):
+        system.apply(state, action)
+    assert (state.stack, state.b) == ([0, 2], 3)
+    exact = {"shift": 0, "right": 0}
+    assert system.dynamic_oracle(gold).exact_costs(state) == exact
+    for rule, expected in (("free", ["shift", "right"]), ("attach", ["right"]), ("spare", ["shift"])):
+        oracle = get_system("attardi", lost_words=rule).dynamic_oracle(gold)
+        assert oracle.exact_costs(state) == exact
+        assert sorted(oracle.preferred(state)) == sorted(expected)

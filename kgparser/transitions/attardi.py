@@ -31,6 +31,16 @@ tie, mostly reductions with each other (a word whose gold head is lost may
 hang from any neighbour; also ``left`` with ``left2``) and ``right`` with
 ``shift``; an order such as ``[shift]`` or ``[left, right]`` settles them.
 
+Option ``lost_words`` (default ``"free"``, the paper's oracle), as for
+Covington (:mod:`kgparser.transitions.covington`): after the tie-break, what
+training takes as correct where a zero-cost reduction builds an arc outside
+the gold tree (free under the Hamming loss once its dependent's gold head is
+out of reach).  ``"attach"``: those arcs, so a word whose gold head is lost
+hangs from the neighbour it meets first rather than over the words in
+between (issue 18: the dynamic models' non-projective arcs are many and
+mostly wrong); ``"spare"``: the other zero-cost actions.  Every word gets a
+head in Attardi, so ``spare`` only postpones such an arc.
+
 Features: ``s0 s1 s2 s3 b0``.  ``left2``/``right2`` reach ``s2``, and after
 them the old ``s3`` becomes ``s2``, so ``s3`` lets the model see the word that
 the next degree-2 arc could reach.
@@ -43,8 +53,8 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, BufferReduction, FutureLoss, OverBudget
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, StackBufferState, StackBufferSystem, TieBreakingOracle, stack_top,
-                   tie_break_option, tie_break_value)
+from .base import (LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, StackBufferState, StackBufferSystem,
+                   TieBreakingOracle, lost_words_option, stack_top, tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -62,22 +72,24 @@ class AttardiOptionError(KgparserError, ValueError):
 class Attardi(StackBufferSystem):
     """Option ``work_limit``: the work budget of one dynamic-oracle ``costs()``
     call, beyond which it falls back to an O(n) approximation (see
-    :class:`AttardiDynamicOracle`); option ``tie_break``: see the module
-    docstring."""
+    :class:`AttardiDynamicOracle`); options ``tie_break`` and ``lost_words``:
+    see the module docstring."""
 
     actions = (SHIFT, LEFT, RIGHT, LEFT2, RIGHT2)
     arc_actions = frozenset({LEFT, RIGHT, LEFT2, RIGHT2})
     feature_names = ("s0", "s1", "s2", "s3", "b0")
 
-    def __init__(self, work_limit: int = WORK_LIMIT, tie_break=TIE_BREAK_NONE):
+    def __init__(self, work_limit: int = WORK_LIMIT, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
         if isinstance(work_limit, bool) or not isinstance(work_limit, int) or work_limit < 0:
             raise AttardiOptionError(
                 f"attardi option 'work_limit' must be a non-negative integer, got {work_limit!r}")
         self.work_limit = work_limit
         self.tie_break = tie_break_option(self.name, self.actions, tie_break, shortest=False)
+        self.lost_words = lost_words_option(self.name, lost_words)
 
     def options(self) -> dict:
-        return {"work_limit": self.work_limit, "tie_break": tie_break_value(self.tie_break)}
+        return {"work_limit": self.work_limit, "tie_break": tie_break_value(self.tie_break),
+                "lost_words": self.lost_words}
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         return _legal(state.stack, state.b <= len(state.heads) - 1)
@@ -284,7 +296,7 @@ class AttardiDynamicOracle(TieBreakingOracle):
     it in ``self.fallbacks``.  ``work_limit=0`` always falls back.
 
     :meth:`exact_costs` are these costs (exact or the fallback's);
-    :meth:`costs` adds the tie-break of the ``tie_break`` option.
+    :meth:`costs` adds the tie-break of the ``tie_break`` option and the ``lost_words`` rule.
     """
 
     def __init__(self, gold_heads: Sequence[int], work_limit: int = WORK_LIMIT, *,
