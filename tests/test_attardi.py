@@ -181,7 +181,7 @@ def test_bad_option_is_a_user_error():
     with pytest.raises(KgparserError, match="work_limit"):
         get_system("attardi", work_limit=-1)
     assert issubclass(AttardiOptionError, KgparserError)
-    assert get_system("attardi", work_limit=5).options() == {"work_limit": 5, "tie_break": "none"}
+    assert get_system("attardi", work_limit=5).options() == {"work_limit": 5, "tie_break": "none", "lost_words": "free"}
 
 
 def read_heads(path, limit):
