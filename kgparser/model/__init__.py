@@ -6,6 +6,7 @@ score matrix) and the network weights.
 """
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -197,11 +198,11 @@ class Model:
         # sorted in full, not in set order: string hashes, and so the groups, change with each process
         forms = sorted({form for sentence in sentences for form in sentence.forms} | {ROOT_FORM},
                        key=lambda form: (_char_count(form), form))
-        network, parts, start = self.network, [], 0
-        for end in range(1, len(forms) + 1):
-            if end == len(forms) or end - start == group or _char_count(forms[end]) != _char_count(forms[start]):
-                parts.append(network.char_vectors(*self._char_ids(forms[start:end])))
-                start = end
+        parts = []
+        for _, same_length in itertools.groupby(forms, key=_char_count):
+            same_length = list(same_length)
+            for start in range(0, len(same_length), group):
+                parts.append(self.network.char_vectors(*self._char_ids(same_length[start:start + group])))
         parts.append(parts[0].new_zeros(1, parts[0].shape[1]))
         return CharTable({form: row for row, form in enumerate(forms)}, torch.cat(parts))
 

@@ -177,10 +177,10 @@ class Network(nn.Module):
         if self.ext_emb is not None:
             parts.append(self.ext_emb(inputs["ext"]))
         if self.char_lstm is not None:
-            parts.append(self._char_table(inputs)[inputs["char_index"]])
+            parts.append(self._batch_char_vectors(inputs)[inputs["char_index"]])
         return torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]
 
-    def _char_table(self, inputs: dict) -> torch.Tensor:
+    def _batch_char_vectors(self, inputs: dict) -> torch.Tensor:
         """The character vectors a batch's ``char_index`` points into, ending with a zero
         row: given ahead (``char_vectors``), or computed for the batch's own forms."""
         table = inputs.get("char_vectors")
