@@ -1,7 +1,6 @@
 """Attardi's degree-2 parser (Gómez-Rodríguez, Sartorio & Satta 2014): coverage,
 static oracle, exactness of the tabular dynamic oracle, its work bound."""
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ from harness import assert_exact_dynamic_oracle, assert_static_oracle_builds, co
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions._attardi_table import BufferReduction, FutureLoss
-from kgparser.transitions.attardi import AttardiOptionError
+from kgparser.transitions.attardi import Attardi, AttardiOptionError
 from kgparser.transitions.base import resolved_heads
 from kgparser.transitions.checking import check_dynamic_oracle, check_static_oracle
 from kgparser.transitions.trees import all_trees, children, is_projective, random_tree
@@ -125,19 +124,19 @@ def test_fallback_is_taken_over_budget_and_prices_the_static_path_at_zero():
         assert oracle.fallbacks == calls
 
 
-def test_fallback_bounds_the_time_of_pathological_states():
+def test_fallback_bounds_the_work_of_pathological_states():
+    """A 60-word stack over a 19-word buffer: the budget (in work units, a
+    deterministic stand-in for time) runs out and the call still answers."""
     rng = random.Random(6)
     n = 80
     gold = random_tree(n, rng)
-    system = SYSTEM  # the default work_limit
+    system = Attardi(work_limit=200_000)
     oracle = system.dynamic_oracle(gold)
     state = system.initial_state(n)
     for _ in range(60):  # shift a lot, then reduce at random: long stack, long buffer
         system.apply(state, "shift")
     system.apply(state, "right2")
-    start = time.perf_counter()
     costs = oracle.costs(state)
-    assert time.perf_counter() - start < 5
     assert oracle.fallbacks == 1
     assert set(costs) == set(system.legal_actions(state)) and min(costs.values()) == 0
 
