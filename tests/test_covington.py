@@ -13,13 +13,16 @@ from harness import (
     late_states,
 )
 from kgparser.transitions import get_system
-from kgparser.transitions.base import NO_HEAD, ROOT, hamming_loss
+from kgparser.transitions.base import NO_HEAD, ROOT
+from kgparser.transitions.covington import CovingtonOptionError
 from kgparser.transitions.checking import ExactLoss, reachable_states, successor
 from kgparser.transitions.trees import all_trees, random_tree
 
 PAPER = get_system("covington")
 ROOT_NODE = get_system("covington", root_node=True)
-BOTH = pytest.mark.parametrize("system", [PAPER, ROOT_NODE], ids=["paper", "root-node"])
+#: the root node, and a loss that counts a headless word as wrong (root arcs taught)
+ROOT_ARCS = get_system("covington", root_node=True, headless="wrong")
+BOTH = pytest.mark.parametrize("system", [PAPER, ROOT_NODE, ROOT_ARCS], ids=["paper", "root-node", "root-arcs"])
 
 EWT_TRAIN = (Path(__file__).resolve().parents[2] / "shared" / "ud" / "UD_English-EWT"
              / "en_ewt-ud-train.conllu")
@@ -48,8 +51,33 @@ def run(system, n, actions):
 
 
 def test_options_and_registry():
-    assert PAPER.options() == {"root_node": False, "tie_break": "none", "lost_words": "free"}
-    assert ROOT_NODE.options() == {"root_node": True, "tie_break": "none", "lost_words": "free"}
+    assert PAPER.options() == {"root_node": False, "tie_break": "none", "lost_words": "free", "headless": "root"}
+    assert ROOT_NODE.options() == {"root_node": True, "tie_break": "none", "lost_words": "free", "headless": "root"}
+    assert ROOT_ARCS.options()["headless"] == "wrong"
+
+
+@pytest.mark.parametrize("options", [{"headless": "wrong"}, {"root_node": True, "headless": "none"}])
+def test_bad_headless_option_is_a_user_error(options):
+    with pytest.raises(CovingtonOptionError, match="headless"):
+        get_system("covington", **options)
+
+
+def test_headless_wrong_counts_a_headless_gold_root_as_an_error():
+    gold = [NO_HEAD, 2, 0]
+    state = run(ROOT_ARCS, 2, ["shift", "left", "shift"])
+    assert state.heads == [NO_HEAD, 2, NO_HEAD]
+    assert ROOT_NODE.final_loss(state.heads, gold) == 0
+    assert ROOT_ARCS.final_loss(state.heads, gold) == 1 == ROOT_ARCS.dynamic_oracle(gold).loss(state)
+
+
+def test_headless_wrong_teaches_the_root_arc():
+    """With the gold root word as ``j`` and the root node as ``i``, ``right``
+    is the only zero-cost action under ``headless: wrong``; under the default
+    loss no-arc and shift are free too."""
+    gold = [NO_HEAD, 0]
+    state = ROOT_ARCS.initial_state(1)
+    assert ROOT_ARCS.dynamic_oracle(gold).costs(state) == {"shift": 1, "no-arc": 1, "right": 0}
+    assert ROOT_NODE.dynamic_oracle(gold).costs(state) == {"shift": 0, "no-arc": 0, "right": 0}
     assert PAPER.actions == ("shift", "no-arc", "left", "right")
 
 
@@ -115,7 +143,7 @@ def test_features_are_the_focus_words_and_their_neighbours(system):
     assert system.features(state) == [3, 2, NO_HEAD, 4, 5]
     system.apply(state, "no-arc")
     system.apply(state, "right")
-    below = ROOT if system is ROOT_NODE else NO_HEAD
+    below = ROOT if system.root_node else NO_HEAD
     assert system.features(state) == [1, below, 2, 4, 5]
     assert state.heads[4] == 2
     state = run(system, 1, ["shift"])
@@ -154,8 +182,13 @@ def test_dynamic_oracle_is_exact_on_random_trees_up_to_five_words():
     assert_exact_dynamic_oracle(PAPER, range(1, 6), 8, trees=lambda n, rng: mixed_trees(n, rng, 8))
 
 
-def test_dynamic_oracle_with_root_node_is_exact_on_random_trees_up_to_five_words():
-    assert_exact_dynamic_oracle(ROOT_NODE, [4, 5], 2, trees=lambda n, rng: mixed_trees(n, rng, 2), seed=1)
+@pytest.mark.parametrize("system", [ROOT_NODE, ROOT_ARCS], ids=["root-node", "root-arcs"])
+def test_dynamic_oracle_with_root_node_is_exact_on_random_trees_up_to_five_words(system):
+    assert_exact_dynamic_oracle(system, [4, 5], 2, trees=lambda n, rng: mixed_trees(n, rng, 2), seed=1)
+
+
+def test_dynamic_oracle_with_root_arcs_is_exact_on_every_tree_of_four_words():
+    assert_exact_dynamic_oracle(ROOT_ARCS, [4], 0, trees=lambda n, rng: all_trees(n))
 
 
 @BOTH
@@ -184,7 +217,8 @@ def test_zero_cost_computations_build_exactly_the_gold_tree(system):
 def assert_costs_are_loss_differences(system, gold, rng, explore=0.5):
     """Along one computation (zero-cost actions, or with probability ``explore``
     a random one), every action's cost is the difference of Theorem 1 losses,
-    and the final loss is the Hamming loss of the tree built."""
+    and the final loss is the system's loss of the tree built (Hamming, or
+    with ``headless: wrong`` headless words wrong)."""
     oracle = system.dynamic_oracle(gold)
     state = system.initial_state(len(gold) - 1)
     assert oracle.loss(state) == 0
@@ -195,7 +229,7 @@ def assert_costs_are_loss_differences(system, gold, rng, explore=0.5):
         assert costs == {a: oracle.loss(successor(system, state, a)) - base for a in legal}
         zero = [a for a, c in costs.items() if c == 0]
         system.apply(state, rng.choice(list(costs) if rng.random() < explore else zero))
-    assert oracle.loss(state) == hamming_loss(state.heads, gold)
+    assert oracle.loss(state) == system.final_loss(state.heads, gold)
 
 
 @BOTH

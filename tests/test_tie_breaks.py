@@ -23,7 +23,9 @@ from kgparser.transitions.trees import all_trees, is_projective, random_projecti
 
 COVINGTON = get_system("covington", tie_break="shortest")
 COVINGTON_ROOT = get_system("covington", root_node=True, tie_break="shortest")
-BOTH_COVINGTON = pytest.mark.parametrize("system", [COVINGTON, COVINGTON_ROOT], ids=["paper", "root-node"])
+COVINGTON_ROOT_ARCS = get_system("covington", root_node=True, headless="wrong", tie_break="shortest")
+BOTH_COVINGTON = pytest.mark.parametrize("system", [COVINGTON, COVINGTON_ROOT, COVINGTON_ROOT_ARCS],
+                                         ids=["paper", "root-node", "root-arcs"])
 TWO_PLANAR = get_system("two-planar", regularize_switch=False, tie_break="shortest")
 TWO_PLANAR_REGULARIZED = get_system("two-planar", tie_break="shortest")
 BOTH_TWO_PLANAR = pytest.mark.parametrize("system", [TWO_PLANAR, TWO_PLANAR_REGULARIZED],
@@ -152,8 +154,10 @@ def test_covington_shortest_may_pass_a_free_shift_to_break_a_cycle_later():
     assert lengths == {"shift": (2, 4), "no-arc": (2, 5), "left": (2, 3)}
 
 
-COVINGTON_LOST_WORDS = [get_system("covington", tie_break=tie_break, lost_words=rule, root_node=root)
-                        for rule in ("spare", "attach") for tie_break in ("none", "shortest") for root in (False, True)]
+COVINGTON_ROOTS = ({"root_node": False}, {"root_node": True}, {"root_node": True, "headless": "wrong"})
+COVINGTON_LOST_WORDS = [get_system("covington", tie_break=tie_break, lost_words=rule, **root)
+                        for rule in ("spare", "attach") for tie_break in ("none", "shortest")
+                        for root in COVINGTON_ROOTS]
 
 
 @pytest.mark.parametrize("system", COVINGTON_LOST_WORDS, ids=lambda s: "-".join(map(str, s.options().values())))

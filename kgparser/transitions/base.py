@@ -187,6 +187,11 @@ class TransitionSystem:
         """The options this instance was built with (for configs and checkpoints)."""
         return {}
 
+    def final_loss(self, heads: Sequence[int], gold_heads: Sequence[int]) -> int:
+        """The loss of a final state's ``heads`` that the dynamic oracle's costs
+        are exact for: the Hamming loss, headless words on the root (DESIGN.md)."""
+        return hamming_loss(heads, gold_heads)
+
     @property
     def has_arc_probes(self) -> bool:
         """Whether the system overrides :meth:`arc_probe` (the decoder skips the

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .base import (LOST_WORDS_ATTACH, LOST_WORDS_FREE, TIE_BREAK_NONE, State, TransitionSystem, hamming_loss,
+from .base import (LOST_WORDS_ATTACH, LOST_WORDS_FREE, TIE_BREAK_NONE, State, TransitionSystem,
                    least_cost_actions, resolved_heads)
 
 
@@ -22,14 +22,15 @@ class ExactLoss:
 
     ``moves(state)`` restricts the computations searched (default: every legal
     action), e.g. to those whose swaps follow a static oracle;
-    ``final_loss(state)`` replaces the Hamming loss of final states (e.g. by
-    a loss relative to 2-Planar's canonical planes)."""
+    ``final_loss(state)`` replaces the system's loss of final states
+    (:meth:`~.base.TransitionSystem.final_loss`; e.g. by a loss relative to
+    2-Planar's canonical planes)."""
 
     def __init__(self, system: TransitionSystem, gold_heads: Sequence[int], moves=None, final_loss=None):
         self.system = system
         self.gold = list(gold_heads)
         self.moves = moves or system.legal_actions
-        self.final_loss = final_loss or (lambda state: hamming_loss(state.heads, self.gold))
+        self.final_loss = final_loss or (lambda state: system.final_loss(state.heads, self.gold))
         self._memo: dict = {}
         self._best: dict = {}
 

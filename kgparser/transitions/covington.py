@@ -24,6 +24,15 @@ attached to the root 0 (footnote 1 and DESIGN.md).  The root itself:
   a word to the root explicitly (``left`` never gives the root a head); words
   left headless are still attached to the root at the end.
 
+Option ``headless`` (with ``root_node``): what the loss the dynamic oracle
+minimizes makes of a word left without a head.  ``"root"`` (default, DESIGN.md
+and the paper's footnote 1): it is the root's dependent, so the gold root word
+may be left headless at no cost and the oracle never teaches the root arc.
+``"wrong"``: it counts as an error, so the gold arc from the root is an
+ordinary arc of Theorem 1's loss (reachable while ``i`` can still reach 0 with
+the gold root word as ``j``) and training teaches ``right`` from the root
+(issue 18: UD has one root, and the dynamic models' root choice was poor).
+
 Both variants derive every tree over ``n`` words.  The acyclicity check uses a
 union-find structure over the partial forest (paper, Sect. 3, after
 Algorithm 1): arcs are only ever added, always from some node to the root of
@@ -58,11 +67,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import register
+from ..errors import KgparserError
 from .base import (LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem,
                    lost_words_option, tie_break_option, tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
+#: values of the ``headless`` option
+HEADLESS_ROOT, HEADLESS_WRONG = "root", "wrong"
+
+
+class CovingtonOptionError(KgparserError, ValueError):
+    """A bad option of the ``covington`` system."""
 
 
 class CovingtonState(State):
@@ -132,14 +148,30 @@ class Covington(TransitionSystem):
     #: (:meth:`chain_features`, :mod:`kgparser.decoding`)
     chain_action = NO_ARC
 
-    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
+    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,
+                 headless: str = HEADLESS_ROOT):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
         self.lost_words = lost_words_option(self.name, lost_words)
+        if headless not in (HEADLESS_ROOT, HEADLESS_WRONG):
+            raise CovingtonOptionError(
+                f"covington option 'headless' must be {HEADLESS_ROOT} or {HEADLESS_WRONG}, got {headless!r}")
+        if headless == HEADLESS_WRONG and not self.root_node:
+            raise CovingtonOptionError(
+                "covington option 'headless: wrong' needs 'root_node: true' (without the root node "
+                "a word gets the root as head only by staying headless)")
+        self.headless = headless
 
     def options(self) -> dict:
         return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),
-                "lost_words": self.lost_words}
+                "lost_words": self.lost_words, "headless": self.headless}
+
+    def final_loss(self, heads: Sequence[int], gold_heads: Sequence[int]) -> int:
+        """With ``headless: wrong``, every word whose head differs from gold,
+        a headless one included; else the Hamming loss of DESIGN.md."""
+        if self.headless == HEADLESS_ROOT:
+            return super().final_loss(heads, gold_heads)
+        return sum(1 for d in range(1, len(gold_heads)) if heads[d] != gold_heads[d])
 
     def initial_state(self, n: int) -> CovingtonState:
         return CovingtonState(n, self.root_node)
@@ -269,7 +301,10 @@ class CovingtonDynamicOracle(TieBreakingOracle):
     ``max(x, y) = j`` and ``min(x, y) > i``, or ``y`` has another head, or
     ``x`` and ``y`` are in one tree of A, i.e. ``y`` is the root of ``x``'s
     tree.  A gold arc from the root is reachable exactly while its dependent
-    has no head (or the root as head): leaving it headless builds it.
+    has no head (or the root as head): leaving it headless builds it; with
+    the system's ``headless: wrong`` it is an ordinary arc from node 0 instead
+    (the loss of :meth:`Covington.final_loss`; node 0 never gets a head, so
+    it lies on no cycle and the theorem's argument is unchanged).
 
     One O(n) pass per state finds the reachable gold arcs and the cycles; each
     action's cost is then a delta: the gold arcs it makes unreachable, minus
@@ -288,6 +323,8 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         self.kids = children(self.gold)
         self.system = system or Covington()
         self.tie_break = tie_break
+        #: ``headless: wrong``: gold root arcs have to be built
+        self.root_arcs = self.system.headless == HEADLESS_WRONG
 
     def loss(self, state: CovingtonState) -> int:
         """ℓ(c) of Theorem 1 (the least Hamming loss of a reachable tree)."""
@@ -300,7 +337,8 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         (``tie_break="shortest"``), in O(n).
 
         Such a computation builds the reachable gold arcs between words (I
-        less A, root arcs excluded: leaving the word headless builds them)
+        less A; root arcs excluded unless ``headless: wrong``: leaving the
+        word headless builds them)
         except one per cycle of A ∪ I, loses nothing else (Theorem 1), and
         needs ``n - j + 1`` shifts.  Arc actions and ``no-arc`` all move
         ``i`` one word left, so for each right focus ``r`` it moves ``i``
@@ -343,7 +381,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         second = [NO_HEAD] * len(gold)
         for y in range(1, len(gold)):
             x = gold[y]
-            if x == ROOT or heads[y] != NO_HEAD or not reach[y]:
+            if (x == ROOT and not self.root_arcs) or heads[y] != NO_HEAD or not reach[y]:
                 continue
             lo, r = (x, y) if x < y else (y, x)
             low = nearest[r][0]
@@ -382,7 +420,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
             h, x = heads[y], gold[y]
             if h != NO_HEAD:
                 reach[y] = h == x
-            elif x != ROOT:
+            elif x != ROOT or self.root_arcs:
                 near, far = (x, y) if x < y else (y, x)
                 reach[y] = (far > j or (far == j and near <= i)) and tree_root(x) != y
         return reach
@@ -421,16 +459,16 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         is lost (its right end is passed)."""
         j, heads, gold = state.j, state.heads, self.gold
         lost = [k for k in self.kids[j] if k < j and heads[k] == NO_HEAD and reach[k]]
-        if ROOT != gold[j] < j and heads[j] == NO_HEAD and reach[j]:
+        if (gold[j] != ROOT or self.root_arcs) and gold[j] < j and heads[j] == NO_HEAD and reach[j]:
             lost.append(j)
         return self._delta(lost, on_cycle)
 
     def _no_arc_cost(self, state, reach, on_cycle) -> int:
         """No-arc: only the gold arc between the two focus words is lost."""
         i, j, heads, gold = state.i, state.j, state.heads, self.gold
-        if i == ROOT:
+        if i == ROOT and not self.root_arcs:
             return 0
-        if gold[i] == j and heads[i] == NO_HEAD and reach[i]:
+        if i != ROOT and gold[i] == j and heads[i] == NO_HEAD and reach[i]:
             return self._delta([i], on_cycle)
         if gold[j] == i and heads[j] == NO_HEAD and reach[j]:
             return self._delta([j], on_cycle)
