@@ -187,6 +187,17 @@ def test_two_planar_probe_puts_the_pair_on_the_active_stack_and_the_buffer():
         assert system.arc_probe(state, 0, 1) is None
 
 
+def test_two_planar_root_node_probes_root_arcs_from_node_0():
+    system = get_system("two-planar", root_node=True, headless="wrong")
+    for state in final_states(system, random.Random(5)):
+        for dep in range(1, state.n + 1):
+            positions, action = system.arc_probe(state, 0, dep)
+            assert (action, positions[0], positions[3]) == ("right", 0, dep)
+            probe = system.initial_state(state.n)
+            probe.b = dep
+            assert action in system.legal_actions(probe) and system.arc_of(probe, action) == (0, dep)
+
+
 def test_arc_eager_probe_is_a_state_where_the_arc_is_legal():
     system = get_system("arc-eager")
     for state in final_states(system, random.Random(8)):

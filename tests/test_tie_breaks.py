@@ -28,8 +28,9 @@ BOTH_COVINGTON = pytest.mark.parametrize("system", [COVINGTON, COVINGTON_ROOT, C
                                          ids=["paper", "root-node", "root-arcs"])
 TWO_PLANAR = get_system("two-planar", regularize_switch=False, tie_break="shortest")
 TWO_PLANAR_REGULARIZED = get_system("two-planar", tie_break="shortest")
-BOTH_TWO_PLANAR = pytest.mark.parametrize("system", [TWO_PLANAR, TWO_PLANAR_REGULARIZED],
-                                          ids=["shortest", "regularized+shortest"])
+TWO_PLANAR_ROOT_ARCS = get_system("two-planar", tie_break="shortest", root_node=True, headless="wrong")
+BOTH_TWO_PLANAR = pytest.mark.parametrize("system", [TWO_PLANAR, TWO_PLANAR_REGULARIZED, TWO_PLANAR_ROOT_ARCS],
+                                          ids=["shortest", "regularized+shortest", "root-arcs"])
 
 
 def plane_loss(system, gold):
@@ -290,10 +291,12 @@ def test_two_planar_shortest_on_trees_that_are_not_two_planar(system):
 
 
 @pytest.mark.parametrize("rule", ["spare", "attach"])
-@pytest.mark.parametrize("tie_break", ["none", "shortest"])
-def test_two_planar_lost_words_on_every_state_up_to_three_words(rule, tie_break):
+@pytest.mark.parametrize("tie_break, root", [("none", {}), ("shortest", {}),
+                                             ("shortest", {"root_node": True, "headless": "wrong"})],
+                         ids=["none", "shortest", "shortest-root-arcs"])
+def test_two_planar_lost_words_on_every_state_up_to_three_words(rule, tie_break, root):
     """(a)-(d) with ``lost_words`` after the Switch regularization (and ``shortest``)."""
-    system = get_system("two-planar", tie_break=tie_break, lost_words=rule)
+    system = get_system("two-planar", tie_break=tie_break, lost_words=rule, **root)
     rng = random.Random(14)
     golds = [t for n in (1, 2, 3) for t in all_trees(n)]
     assert_tie_break(system, golds, truth=plane_loss, shortest=tie_break == "shortest")

@@ -13,6 +13,7 @@ import random
 import pytest
 
 from harness import assert_static_oracle_builds, assert_zero_cost_paths_reach_gold
+from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD, ROOT
 from kgparser.transitions.checking import check_dynamic_oracle, reachable_states, successor
@@ -26,22 +27,26 @@ from kgparser.transitions.two_planar import (
 
 SYSTEM = get_system("two-planar")
 PLAIN = get_system("two-planar", regularize_switch=False)
+#: the root as node 0 at the bottom of both stacks, its arcs taught (issue 18)
+ROOTED = get_system("two-planar", root_node=True, headless="wrong")
+ROOTED_PLAIN = get_system("two-planar", regularize_switch=False, root_node=True, headless="wrong")
 UD = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "ud", "UD_English-EWT", "en_ewt-ud-train.conllu")
 
 
 # --- independent ground truths ------------------------------------------------
 
-def spans(heads):
-    return {d: (min(d, h), max(d, h)) for d, h in enumerate(heads) if d > 0 and h not in (NO_HEAD, ROOT)}
+def spans(heads, root_arcs=False):
+    return {d: (min(d, h), max(d, h)) for d, h in enumerate(heads)
+            if d > 0 and h != NO_HEAD and (root_arcs or h != ROOT)}
 
 
 def cross(a, b):
     return a[0] < b[0] < a[1] < b[1] or b[0] < a[0] < b[1] < a[1]
 
 
-def two_planar_by_brute_force(heads):
-    """Some split of the word-to-word arcs into two planes has no crossing in either."""
-    arcs = list(spans(heads).values())
+def two_planar_by_brute_force(heads, root_arcs=False):
+    """Some split of the word-to-word arcs (and root arcs) into two planes has no crossing in either."""
+    arcs = list(spans(heads, root_arcs).values())
     for split in itertools.product((0, 1), repeat=len(arcs)):
         if all(split[i] != split[j] or not cross(arcs[i], arcs[j])
                for i in range(len(arcs)) for j in range(i + 1, len(arcs))):
@@ -55,15 +60,18 @@ def buildable(system, heads):
     dropping a computation once ``b0`` moves past a word whose arc to an
     earlier word is missing (every arc has ``b0`` as one end).  States are
     told apart by everything but the planes of built arcs and the labels,
-    which never matter for what comes next."""
+    which never matter for what comes next.  With the root node every arc
+    must be built, root arcs included (none left to a headless word)."""
     n = len(heads) - 1
-    left_arcs = [[d for d in range(1, n + 1) if heads[d] not in (NO_HEAD, ROOT) and max(d, heads[d]) == b]
+    explicit = system.root_node
+    left_arcs = [[d for d in range(1, n + 1)
+                  if heads[d] != NO_HEAD and (explicit or heads[d] != ROOT) and max(d, heads[d]) == b]
                  for b in range(n + 2)]
     seen, todo = set(), [system.initial_state(n)]
     while todo:
         state = todo.pop()
         if system.is_final(state):
-            if all((h if h != NO_HEAD else ROOT) == heads[d] for d, h in enumerate(state.heads) if d):
+            if all((h if h != NO_HEAD or explicit else ROOT) == heads[d] for d, h in enumerate(state.heads) if d):
                 return True
             continue
         for action in system.legal_actions(state):
@@ -85,7 +93,8 @@ def buildable(system, heads):
 class PlaneLoss:
     """Least loss of a final state reachable from a state, where a gold arc
     counts as built only in its canonical plane, a gold root word only when
-    headless, and an arc outside the 2-planar subset is always lost.
+    headless (with the root node: only when its root arc is built in its
+    plane), and an arc outside the 2-planar subset is always lost.
 
     ``pruned``: search only computations whose arcs are gold arcs in their
     canonical plane, except that from a state just reached by ``switch`` the
@@ -99,14 +108,15 @@ class PlaneLoss:
 
     def __init__(self, system, gold, pruned=True):
         self.system, self.gold, self.pruned = system, list(gold), pruned
-        self.subset = two_planar_subset(gold)
-        self.planes = canonical_planes(self.subset)
+        self.root_arcs = system.root_node
+        self.subset = two_planar_subset(gold, self.root_arcs)
+        self.planes = canonical_planes(self.subset, self.root_arcs)
         self.memo = {}
 
     def final_loss(self, state):
         lost = 0
         for d in range(1, len(self.gold)):
-            if self.gold[d] == ROOT:
+            if self.gold[d] == ROOT and not self.root_arcs:
                 lost += state.heads[d] != NO_HEAD
             elif self.subset[d] == NO_HEAD:
                 lost += 1
@@ -376,6 +386,127 @@ def test_regularized_zero_cost_switches_are_the_static_oracles():
             assert costs[action] == 0
             assert (costs.get("switch") == 0) == (action == "switch"), (gold, state.key(), costs)
             SYSTEM.apply(state, action)
+
+
+# --- the root node (root arcs taught) -------------------------------------------------
+
+def rooted_two_planar_tree(n, rng):
+    """A random tree whose arcs, root arcs included, are 2-planar."""
+    while True:
+        tree = random_two_planar_tree(n, rng)
+        if is_two_planar(tree, root_arcs=True):
+            return tree
+
+
+def test_root_node_options_and_bad_combinations():
+    assert ROOTED.options()["root_node"] is True and ROOTED.options()["headless"] == "wrong"
+    assert SYSTEM.options()["root_node"] is False and SYSTEM.options()["headless"] == "root"
+    with pytest.raises(KgparserError, match="headless: wrong"):
+        get_system("two-planar", root_node=True)
+    with pytest.raises(KgparserError, match="root_node: true"):
+        get_system("two-planar", headless="wrong")
+    state = ROOTED.initial_state(2)
+    assert state.stacks == ([0], [0])
+    # node 0 takes no head; a root arc is ``right`` from it
+    assert ROOTED.legal_actions(state) == ["shift", "right", "reduce", "switch"]
+    assert ROOTED.arc_of(state, "right") == (0, 1)
+    assert ROOTED.features(state) == [0, NO_HEAD, NO_HEAD, 1, 0, NO_HEAD]
+
+
+def test_two_planarity_with_root_arcs_agrees_with_brute_force():
+    found = set()
+    for n in range(1, 6):
+        for t in all_trees(n):
+            found.add(is_two_planar(t, root_arcs=True))
+            assert is_two_planar(t, root_arcs=True) == two_planar_by_brute_force(t, root_arcs=True), t
+    assert found == {True, False}  # the first trees that are not: 5 words
+    rng = random.Random(21)
+    for t in (random_tree(9, rng) for _ in range(200)):
+        sub = two_planar_subset(t, root_arcs=True)
+        assert is_two_planar(sub, root_arcs=True)
+        # the root arcs are kept first: a single root word keeps its arc
+        assert all(sub[d] == ROOT for d in range(1, 10) if t[d] == ROOT and t.count(ROOT) == 1)
+
+
+def test_root_node_builds_exactly_the_trees_two_planar_with_their_root_arcs():
+    """With the root node, building every arc explicitly (no word left
+    headless) is possible exactly for the trees whose arcs, root arcs
+    included, are 2-planar."""
+    for n in range(1, 5):
+        for t in all_trees(n):
+            assert buildable(ROOTED, t) == two_planar_by_brute_force(t, root_arcs=True) is True, t
+    # three mutually crossing arcs, one of them a root arc, need 5 words
+    rng = random.Random(20)
+    five = list(all_trees(5))
+    non_planar = [t for t in five if not two_planar_by_brute_force(t, root_arcs=True)]
+    assert non_planar
+    for t in non_planar[::4] + rng.sample(five, 60):
+        assert buildable(ROOTED, t) == two_planar_by_brute_force(t, root_arcs=True), t
+
+
+def test_root_node_static_oracle_builds_every_arc_in_its_canonical_plane():
+    rng = random.Random(22)
+    golds = [t for n in range(1, 5) for t in all_trees(n) if is_two_planar(t, root_arcs=True)]
+    golds += [rooted_two_planar_tree(rng.randint(5, 25), rng) for _ in range(200)]
+    for gold in golds:
+        oracle, state = ROOTED.static_oracle(gold), ROOTED.initial_state(len(gold) - 1)
+        while not ROOTED.is_final(state):
+            action = oracle.next_action(state)
+            assert action in ROOTED.legal_actions(state)
+            ROOTED.apply(state, action)
+        assert state.heads[1:] == gold[1:]
+        assert state.plane[1:] == canonical_planes(gold, root_arcs=True)[1:]
+
+
+def test_root_node_dynamic_oracle_is_exact_relative_to_the_canonical_planes():
+    for n in range(1, 4):
+        states = reachable_states(ROOTED_PLAIN, n)
+        for gold in all_trees(n):
+            check_plane_exact(ROOTED_PLAIN, gold, states)
+    rng = random.Random(23)
+    golds = [random_tree(n, rng, single_root=bool(i % 2)) for n in (4, 5) for i in range(3)]
+    golds += [rooted_two_planar_tree(6, rng)]
+    for gold in golds:
+        check_plane_exact(ROOTED_PLAIN, gold, reachable_states(ROOTED_PLAIN, len(gold) - 1, limit=150, rng=rng))
+
+
+def test_root_node_pruned_plane_loss_agrees_with_full_search():
+    rng = random.Random(24)
+    states = reachable_states(ROOTED_PLAIN, 3)
+    for gold in rng.sample(list(all_trees(3)), 6):
+        pruned, full = PlaneLoss(ROOTED_PLAIN, gold), PlaneLoss(ROOTED_PLAIN, gold, pruned=False)
+        assert all(pruned(s) == full(s) for s in states)
+
+
+def zero_cost_finals(system, gold):
+    """The heads (as built, headless words kept) of every computation of
+    zero-cost actions from the start."""
+    oracle, seen, finals = system.dynamic_oracle(gold), set(), set()
+    todo = [system.initial_state(len(gold) - 1)]
+    while todo:
+        state = todo.pop()
+        if state.key() in seen:
+            continue
+        seen.add(state.key())
+        if system.is_final(state):
+            finals.add(tuple(state.heads[1:]))
+            continue
+        todo.extend(successor(system, state, a) for a, c in oracle.costs(state).items() if c == 0)
+    return finals
+
+
+@pytest.mark.parametrize("system", [ROOTED, ROOTED_PLAIN], ids=["regularized", "plain"])
+def test_root_node_zero_cost_paths_build_every_arc_of_the_gold_tree(system):
+    """Zero-cost computations end in the gold tree with its root arcs built
+    (the default loss leaves the root word headless for free)."""
+    rng = random.Random(25)
+    golds = [t for n in range(1, 5) for t in all_trees(n) if is_two_planar(t, root_arcs=True)]
+    golds += [rooted_two_planar_tree(6, rng) for _ in range(10)]
+    for gold in golds:
+        assert zero_cost_finals(system, gold) == {tuple(gold[1:])}, gold
+    for gold in [random_tree(n, rng) for n in (4, 6, 8) for _ in range(3)] + non_two_planar_trees(7, rng, 2):
+        report = check_dynamic_oracle(system, gold, exact=False, limit=1000, rng=rng)
+        assert not report.problems, "\n".join(report.problems[:5])
 
 
 # --- real sentences ---------------------------------------------------------------

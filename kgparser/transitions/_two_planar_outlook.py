@@ -10,7 +10,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Sequence
 
 from ._two_planar_planes import NO_PLANE
-from .base import NO_HEAD, ROOT
+from .base import NO_HEAD
 
 if TYPE_CHECKING:
     from .two_planar import CanonicalGold, TwoPlanarState
@@ -94,13 +94,13 @@ class Outlook:
     dep, plane)`` has been built.  Stacks hold words in increasing order, so
     membership is a binary search."""
 
-    __slots__ = ("gold", "gplane", "heads", "plane", "stacks", "b", "first",
+    __slots__ = ("gold", "gplane", "headless_gold", "heads", "plane", "stacks", "b", "first",
                  "popped_plane", "popped", "arc_head", "arc_dep", "arc_plane", "_targets")
 
     def __init__(self, canon: CanonicalGold, state: TwoPlanarState, *, first: int | None = None,
                  popped: tuple[int, int] = (NO_PLANE, NO_HEAD),
                  arc: tuple[int, int, int] = (NO_HEAD, NO_HEAD, NO_PLANE)):
-        self.gold, self.gplane = canon.heads, canon.plane
+        self.gold, self.gplane, self.headless_gold = canon.heads, canon.plane, canon.headless_gold
         self.heads, self.plane, self.stacks, self.b = state.heads, state.plane, state.stacks, state.b
         self.first = state.b if first is None else first
         self.popped_plane, self.popped = popped
@@ -136,7 +136,7 @@ class Outlook:
 
     def _find_target(self, dep: int) -> int:
         gold = self.gold[dep]
-        if gold == ROOT or gold == NO_HEAD or dep == self.arc_dep or self.heads[dep] != NO_HEAD:
+        if gold == self.headless_gold or gold == NO_HEAD or dep == self.arc_dep or self.heads[dep] != NO_HEAD:
             return NO_HEAD
         lo, hi = (gold, dep) if gold < dep else (dep, gold)
         if hi < self.first or (lo < self.b and not self._on_stack(self.gplane[dep], lo)):
@@ -146,7 +146,7 @@ class Outlook:
 
     def lost(self, dep: int) -> int:
         """1 if the gold arc into ``dep`` counts as lost: in ``U1 ∪ U2``, or
-        a gold root word with a head; else 0.  (Arcs dropped from a
+        a gold root word with a head (without the root node); else 0.  (Arcs dropped from a
         non-2-planar tree are lost in every configuration and never change
         the loss.)"""
         gold = self.gold[dep]
@@ -155,10 +155,10 @@ class Outlook:
         else:
             head, plane = self.heads[dep], self.plane[dep]
         if head != NO_HEAD:
-            if gold == ROOT:
+            if gold == self.headless_gold:
                 return 1
             return int(gold != NO_HEAD and (head != gold or plane != self.gplane[dep]))
-        return int(gold != ROOT and gold != NO_HEAD and self.target(dep) == NO_HEAD)
+        return int(gold != self.headless_gold and gold != NO_HEAD and self.target(dep) == NO_HEAD)
 
     def cycle_from(self, dep: int) -> list[int]:
         """The tree roots on the cycle of ``A ∪ I1 ∪ I2`` through the tree

@@ -19,18 +19,18 @@ def _span(heads: Sequence[int], dep: int) -> tuple[int, int]:
     return (head, dep) if head < dep else (dep, head)
 
 
-def word_arcs(heads: Sequence[int]) -> list[int]:
-    """Dependents of the arcs between two words (root arcs and missing heads
-    excluded); an arc is named by its dependent."""
-    return [d for d in range(1, len(heads)) if heads[d] != NO_HEAD and heads[d] != ROOT]
+def word_arcs(heads: Sequence[int], root_arcs: bool = False) -> list[int]:
+    """Dependents of the arcs between two nodes (missing heads excluded, and
+    root arcs unless ``root_arcs``: with the system's root node, node 0 is a
+    word of the parser); an arc is named by its dependent."""
+    return [d for d in range(1, len(heads)) if heads[d] != NO_HEAD and (root_arcs or heads[d] != ROOT)]
 
 
-def crossing_graph(heads: Sequence[int], deps: Sequence[int] | None = None) -> dict[int, list[int]]:
-    """``graph[d]``: the arcs (named by dependent) among ``deps`` (default: all
-    word-to-word arcs) that cross the arc into ``d``.  Two arcs cross when
+def crossing_graph(heads: Sequence[int], deps: Sequence[int]) -> dict[int, list[int]]:
+    """``graph[d]``: the arcs (named by dependent) among ``deps`` that cross
+    the arc into ``d``.  Two arcs cross when
     exactly one end of one lies strictly inside the other; arcs sharing an end
     never cross."""
-    deps = word_arcs(heads) if deps is None else list(deps)
     spans = sorted((_span(heads, d), d) for d in deps)
     graph: dict[int, list[int]] = {d: [] for d in deps}
     for i, ((lo1, hi1), d1) in enumerate(spans):
@@ -43,11 +43,11 @@ def crossing_graph(heads: Sequence[int], deps: Sequence[int] | None = None) -> d
     return graph
 
 
-def is_two_planar(heads: Sequence[int]) -> bool:
-    """True iff the word-to-word arcs split into two sets of non-crossing arcs,
-    i.e. their crossing graph is bipartite (Gómez-Rodríguez & Nivre 2010,
-    section 2)."""
-    graph = crossing_graph(heads)
+def is_two_planar(heads: Sequence[int], root_arcs: bool = False) -> bool:
+    """True iff the word-to-word arcs (and the root arcs, with ``root_arcs``)
+    split into two sets of non-crossing arcs, i.e. their crossing graph is
+    bipartite (Gómez-Rodríguez & Nivre 2010, section 2)."""
+    graph = crossing_graph(heads, word_arcs(heads, root_arcs))
     colour: dict[int, int] = {}
     for start in graph:
         if start in colour:
@@ -65,10 +65,11 @@ def is_two_planar(heads: Sequence[int]) -> bool:
     return True
 
 
-def two_planar_subset(heads: Sequence[int]) -> list[int]:
+def two_planar_subset(heads: Sequence[int], root_arcs: bool = False) -> list[int]:
     """The gold tree with the arcs that break 2-planarity removed (their
-    dependents get :data:`NO_HEAD`): word-to-word arcs are kept shortest first
-    (ties: leftmost first) as long as the kept arcs' crossing graph stays
+    dependents get :data:`NO_HEAD`): word-to-word arcs (with ``root_arcs``,
+    the root arcs first, so that the root word keeps its arc) are kept
+    shortest first (ties: leftmost first) as long as the kept arcs' crossing graph stays
     bipartite, checked with a union-find that records each arc's parity
     relative to its component's representative.  A 2-planar tree comes back
     unchanged."""
@@ -84,7 +85,8 @@ def two_planar_subset(heads: Sequence[int]) -> list[int]:
             arc = parent[arc]
         return arc, par
 
-    order = sorted(word_arcs(heads), key=lambda d: (_span(heads, d)[1] - _span(heads, d)[0], _span(heads, d)))
+    order = sorted(word_arcs(heads, root_arcs),
+                   key=lambda d: (heads[d] != ROOT, _span(heads, d)[1] - _span(heads, d)[0], _span(heads, d)))
     placed: list[int] = []
     for dep in order:
         lo, hi = _span(heads, dep)
@@ -113,9 +115,10 @@ def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[0] < a[1] < b[1] or b[0] < a[0] < b[1] < a[1]
 
 
-def canonical_planes(heads: Sequence[int]) -> list[int]:
+def canonical_planes(heads: Sequence[int], root_arcs: bool = False) -> list[int]:
     """The canonical plane (0 or 1) of each word-to-word arc of a 2-planar
-    tree, named by dependent; :data:`NO_PLANE` for root arcs and missing heads.
+    tree (and root arc, with ``root_arcs``), named by dependent;
+    :data:`NO_PLANE` for missing heads and the other root arcs.
 
     The planes the static oracle builds the arcs in, starting with plane 0
     active (see the module docstring): for ``b = 1..n``, the arcs ``(x, b)``,
@@ -123,7 +126,7 @@ def canonical_planes(heads: Sequence[int]) -> list[int]:
     no plane yet gives it one, the arc going to the active plane; afterwards
     the active plane flips if some arc of ``b`` is in the other plane."""
     n = len(heads) - 1
-    deps = word_arcs(heads)
+    deps = word_arcs(heads, root_arcs)
     graph = crossing_graph(heads, deps)
     ending_at: list[list[int]] = [[] for _ in range(n + 1)]
     for d in deps:

@@ -189,7 +189,11 @@ class TransitionSystem:
 
     def final_loss(self, heads: Sequence[int], gold_heads: Sequence[int]) -> int:
         """The loss of a final state's ``heads`` that the dynamic oracle's costs
-        are exact for: the Hamming loss, headless words on the root (DESIGN.md)."""
+        are exact for: the Hamming loss, headless words on the root (DESIGN.md);
+        with a ``headless: wrong`` option (:func:`headless_option`), every word
+        whose head differs from gold, a headless one included."""
+        if getattr(self, "headless", HEADLESS_ROOT) == HEADLESS_WRONG:
+            return sum(1 for d in range(1, len(gold_heads)) if heads[d] != gold_heads[d])
         return hamming_loss(heads, gold_heads)
 
     @property
@@ -277,6 +281,10 @@ LOST_WORDS_FREE, LOST_WORDS_SPARE, LOST_WORDS_ATTACH = "free", "spare", "attach"
 LOST_WORDS = (LOST_WORDS_FREE, LOST_WORDS_SPARE, LOST_WORDS_ATTACH)
 
 
+#: values of the ``headless`` option of the systems with a root node (:func:`headless_option`)
+HEADLESS_ROOT, HEADLESS_WRONG = "root", "wrong"
+
+
 class TieBreakError(KgparserError, ValueError):
     """A bad value of a system's ``tie_break`` option."""
 
@@ -307,6 +315,21 @@ def lost_words_option(system: str, value) -> str:
     """``value`` of a system's ``lost_words`` option, checked (:class:`TieBreakingOracle`)."""
     if value not in LOST_WORDS:
         raise TieBreakError(f"{system} option 'lost_words' must be one of {', '.join(LOST_WORDS)}, got {value!r}")
+    return value
+
+
+def headless_option(system: str, value: str, root_node: bool, error: type[Exception] = KgparserError) -> str:
+    """``value`` of a system's ``headless`` option, checked: what the loss its
+    dynamic oracle minimizes makes of a word left without a head.  ``"root"``
+    (DESIGN.md): the root's dependent, so the gold root word may stay headless
+    at no cost and the oracle never teaches the root arc; ``"wrong"``: an
+    error, so the gold arc from the root node is an ordinary arc of the loss
+    (issue 18: UD has one root).  ``"wrong"`` needs the root node."""
+    if value not in (HEADLESS_ROOT, HEADLESS_WRONG):
+        raise error(f"{system} option 'headless' must be {HEADLESS_ROOT} or {HEADLESS_WRONG}, got {value!r}")
+    if value == HEADLESS_WRONG and not root_node:
+        raise error(f"{system} option 'headless: wrong' needs 'root_node: true' (without the root node "
+                    f"a word gets the root as head only by staying headless)")
     return value
 
 

@@ -68,13 +68,12 @@ from typing import Sequence
 
 from . import register
 from ..errors import KgparserError
-from .base import (LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem,
-                   lost_words_option, tie_break_option, tie_break_value)
+from .base import (HEADLESS_ROOT, HEADLESS_WRONG, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State,
+                   TieBreakingOracle, TransitionSystem, headless_option, lost_words_option, tie_break_option,
+                   tie_break_value)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
-#: values of the ``headless`` option
-HEADLESS_ROOT, HEADLESS_WRONG = "root", "wrong"
 
 
 class CovingtonOptionError(KgparserError, ValueError):
@@ -153,25 +152,11 @@ class Covington(TransitionSystem):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
         self.lost_words = lost_words_option(self.name, lost_words)
-        if headless not in (HEADLESS_ROOT, HEADLESS_WRONG):
-            raise CovingtonOptionError(
-                f"covington option 'headless' must be {HEADLESS_ROOT} or {HEADLESS_WRONG}, got {headless!r}")
-        if headless == HEADLESS_WRONG and not self.root_node:
-            raise CovingtonOptionError(
-                "covington option 'headless: wrong' needs 'root_node: true' (without the root node "
-                "a word gets the root as head only by staying headless)")
-        self.headless = headless
+        self.headless = headless_option(self.name, headless, self.root_node, CovingtonOptionError)
 
     def options(self) -> dict:
         return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),
                 "lost_words": self.lost_words, "headless": self.headless}
-
-    def final_loss(self, heads: Sequence[int], gold_heads: Sequence[int]) -> int:
-        """With ``headless: wrong``, every word whose head differs from gold,
-        a headless one included; else the Hamming loss of DESIGN.md."""
-        if self.headless == HEADLESS_ROOT:
-            return super().final_loss(heads, gold_heads)
-        return sum(1 for d in range(1, len(gold_heads)) if heads[d] != gold_heads[d])
 
     def initial_state(self, n: int) -> CovingtonState:
         return CovingtonState(n, self.root_node)

@@ -21,14 +21,28 @@ built in (``state.plane[d]``), which the dynamic oracle needs.
 ``left``/``right`` respect single-head and acyclicity.  The state is final
 when the buffer is empty.
 
-Root handling: as in the 2018 paper's initial configuration
-``<[], [], [w1..wn], {}>`` the root is *not* a node of the parser.  Arcs from
-the root are never built; following ``DESIGN.md``, the words left headless are
-the dependents of the root.  A gold root word must therefore stay headless.
-Root arcs never cross anything, so the system builds exactly the trees whose
-word-to-word arcs are 2-planar (their crossing graph is bipartite), which is
-:meth:`TwoPlanar.can_build`; there is no artificial root arc to make a tree
-non-2-planar.
+Root handling, option ``root_node``:
+
+* ``False`` (default): as in the 2018 paper's initial configuration
+  ``<[], [], [w1..wn], {}>`` the root is *not* a node of the parser.  Arcs from
+  the root are never built; following ``DESIGN.md``, the words left headless
+  are the dependents of the root.  A gold root word must therefore stay
+  headless.  Root arcs never cross anything, so the system builds exactly the
+  trees whose word-to-word arcs are 2-planar (their crossing graph is
+  bipartite), which is :meth:`TwoPlanar.can_build`; there is no artificial
+  root arc to make a tree non-2-planar;
+* ``True`` (with ``headless: wrong``, issue 18): both stacks start as ``[0]``,
+  as if the root were a first word already shifted, so ``right`` with
+  ``s0 = 0`` builds a root arc (``left`` never gives node 0 a head).  Root
+  arcs are then arcs of the planes like any other: the system builds the
+  trees whose arcs, root arcs included, are 2-planar, and the oracles' planes
+  and 2-planar subset include the root arcs (the root arc kept first).  The
+  dynamic oracle is the one below for that sentence with node 0 as its first
+  word, so its loss counts a word left headless as an error
+  (:func:`~.base.headless_option`): the gold root arc is taught like any
+  other, which the default loss never does.  Other values of ``headless``
+  with the root node are refused: under ``"root"`` the root arc would be
+  free in either plane, a different loss this oracle is not exact for.
 
 Canonical plane assignment (:func:`canonical_planes`).  The 2018 dynamic oracle
 is exact only relative to a fixed assignment of gold arcs to planes (section
@@ -95,8 +109,10 @@ from typing import Sequence
 from . import register
 from ._two_planar_outlook import Outlook, arc_change, covered_words, gold_cycles, lazy_switches, unreachable_change
 from ._two_planar_planes import NO_PLANE, canonical_planes, is_two_planar, two_planar_subset, word_arcs
-from .base import (LOST_WORDS_FREE, NO_HEAD, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem,
-                   lost_words_option, penalize, tie_break_option, tie_break_value)
+from ..errors import KgparserError
+from .base import (HEADLESS_ROOT, HEADLESS_WRONG, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State,
+                   TieBreakingOracle, TransitionSystem, headless_option, lost_words_option, penalize,
+                   tie_break_option, tie_break_value)
 
 SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
 
@@ -109,9 +125,9 @@ class TwoPlanarState(State):
 
     __slots__ = ("stacks", "active", "b", "switched", "plane")
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, root_node: bool = False):
         super().__init__(n)
-        self.stacks = ([], [])
+        self.stacks = ([ROOT], [ROOT]) if root_node else ([], [])
         self.active = 0
         self.b = 1
         self.switched = False
@@ -144,17 +160,24 @@ class TwoPlanar(TransitionSystem):
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "i0", "i1")
 
-    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
+    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,
+                 root_node: bool = False, headless: str = HEADLESS_ROOT):
         self.regularize_switch = regularize_switch
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
         self.lost_words = lost_words_option(self.name, lost_words)
+        self.root_node = bool(root_node)
+        self.headless = headless_option(self.name, headless, self.root_node)
+        if self.root_node and headless != HEADLESS_WRONG:
+            raise KgparserError("two-planar option 'root_node: true' needs 'headless: wrong': with the root "
+                                "node the dynamic oracle is exact for the loss that counts a headless word "
+                                "as an error")
 
     def options(self) -> dict:
         return {"regularize_switch": self.regularize_switch, "tie_break": tie_break_value(self.tie_break),
-                "lost_words": self.lost_words}
+                "lost_words": self.lost_words, "root_node": self.root_node, "headless": self.headless}
 
     def initial_state(self, n: int) -> TwoPlanarState:
-        return TwoPlanarState(n)
+        return TwoPlanarState(n, self.root_node)
 
     def legal_actions(self, state: TwoPlanarState) -> list[str]:
         b, heads = state.b, state.heads
@@ -164,7 +187,7 @@ class TwoPlanar(TransitionSystem):
         stack = state.stacks[state.active]
         if stack:
             s0 = stack[-1]
-            if heads[s0] == NO_HEAD and _tree_root(heads, b) != s0:
+            if s0 != ROOT and heads[s0] == NO_HEAD and _tree_root(heads, b) != s0:
                 legal.append(LEFT)
             if heads[b] == NO_HEAD and _tree_root(heads, s0) != b:
                 legal.append(RIGHT)
@@ -216,9 +239,9 @@ class TwoPlanar(TransitionSystem):
         """A configuration where ``left``/``right`` adds the arc between ``s0 = min(head, dep)``
         and ``b0 = max(head, dep)``: below ``s0`` the words of the final active stack left of
         it, nearest first, and as the inactive stack the final one's words left of ``b0``, as
-        if the parser had come to the pair with the stacks it ended with.  No root arcs (the
-        root is not a node of this system)."""
-        if head == 0:
+        if the parser had come to the pair with the stacks it ended with.  Root arcs only with
+        the root node."""
+        if head == ROOT and not self.root_node:
             return None
         left, right = min(head, dep), max(head, dep)
         below = [w for w in reversed(state.stacks[state.active]) if w < left][:2]
@@ -228,10 +251,10 @@ class TwoPlanar(TransitionSystem):
         return [left, *below, right, *inactive], RIGHT if head < dep else LEFT
 
     def can_build(self, gold_heads: Sequence[int]) -> bool:
-        return is_two_planar(gold_heads)
+        return is_two_planar(gold_heads, self.root_node)
 
     def static_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarStaticOracle":
-        return TwoPlanarStaticOracle(gold_heads)
+        return TwoPlanarStaticOracle(gold_heads, self.root_node)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarDynamicOracle":
         return TwoPlanarDynamicOracle(gold_heads, regularize_switch=self.regularize_switch, system=self,
@@ -242,15 +265,19 @@ class TwoPlanar(TransitionSystem):
 
 class CanonicalGold:
     """A gold tree reduced to a 2-planar subset, with its canonical planes:
-    ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent and
-    ``ending_at[b]``: the gold arcs ``(x, b)`` with ``x < b``, nearest first."""
+    ``heads`` (dropped arcs: :data:`NO_HEAD`), ``plane`` per dependent,
+    ``ending_at[b]``: the gold arcs ``(x, b)`` with ``x < b``, nearest first,
+    and ``headless_gold``: the gold head of the words that must stay headless
+    (:data:`ROOT`, or none with ``root_arcs``, the system's root node)."""
 
-    def __init__(self, gold_heads: Sequence[int]):
-        self.heads = two_planar_subset(gold_heads)
-        self.plane = canonical_planes(self.heads)
+    def __init__(self, gold_heads: Sequence[int], root_arcs: bool = False):
+        self.root_arcs = root_arcs
+        self.heads = two_planar_subset(gold_heads, root_arcs)
+        self.plane = canonical_planes(self.heads, root_arcs)
+        self.headless_gold: int | None = None if root_arcs else ROOT
         n = len(gold_heads) - 1
         self.ending_at: list[list[int]] = [[] for _ in range(n + 2)]
-        for d in word_arcs(self.heads):
+        for d in word_arcs(self.heads, root_arcs):
             self.ending_at[max(d, self.heads[d])].append(d)
         for arcs_here in self.ending_at:
             arcs_here.sort(key=lambda d: -min(d, self.heads[d]))
@@ -264,8 +291,8 @@ class TwoPlanarStaticOracle:
     with ``b0`` left; else shift.  For a tree that is not 2-planar it builds
     the 2-planar subset (the dropped words end attached to the root)."""
 
-    def __init__(self, gold_heads: Sequence[int]):
-        self.canon = CanonicalGold(gold_heads)
+    def __init__(self, gold_heads: Sequence[int], root_node: bool = False):
+        self.canon = CanonicalGold(gold_heads, root_node)
 
     def _pending(self, state: TwoPlanarState, plane: int) -> bool:
         """Some gold arc between ``b0`` and an earlier word, in ``plane``, is not built."""
@@ -313,18 +340,18 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
 
     def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True,
                  system: "TwoPlanar | None" = None, tie_break=TIE_BREAK_NONE):
-        self.canon = CanonicalGold(gold_heads)
+        self.system = system or TwoPlanar(regularize_switch)
+        self.canon = CanonicalGold(gold_heads, self.system.root_node)
         #: the heads the loss counts against (option lost_words): the 2-planar subset
         self.gold = self.canon.heads
         self.regularize_switch = regularize_switch
-        self.system = system or TwoPlanar(regularize_switch)
         self.tie_break = tie_break
         #: gold arcs left out of the 2-planar subset, lost in every configuration
         self.dropped = sum(1 for d, h in enumerate(gold_heads) if d and self.canon.heads[d] != h)
         heads = self.canon.heads
         # starting_at[w]: the gold arcs (by dependent) whose left end is w
         self.starting_at: list[list[int]] = [[] for _ in range(len(heads))]
-        for d in word_arcs(heads):
+        for d in word_arcs(heads, self.canon.root_arcs):
             self.starting_at[min(d, heads[d])].append(d)
 
     def final_loss(self, state: TwoPlanarState) -> int:
@@ -387,7 +414,7 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         canon, heads, b = self.canon, state.heads, state.b
         s0 = stack[-1]
         top_of_b, top_of_s0 = now.root(b), now.root(s0)
-        if heads[s0] == NO_HEAD and top_of_b != s0:
+        if s0 != ROOT and heads[s0] == NO_HEAD and top_of_b != s0:
             changes[LEFT] = arc_change(now, Outlook(canon, state, arc=(b, s0, plane)), s0, top_of_b)
         if heads[b] == NO_HEAD and top_of_s0 != b:
             changes[RIGHT] = arc_change(now, Outlook(canon, state, arc=(s0, b, plane)), b, top_of_s0)
