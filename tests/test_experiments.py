@@ -24,7 +24,7 @@ from kgparser.errors import KgparserError
 from kgparser.evaluation import evaluate_files
 from kgparser.experiments import collect, load_grid, run_grid, write_report
 from kgparser.experiments import runners
-from kgparser.experiments.grid import GridError, fingerprint, run_config, validate_runs
+from kgparser.experiments.grid import GridError, run_config, system_options, validate_runs
 from kgparser.experiments.significance import paired_bootstrap, paired_randomization
 from kgparser.transitions.trees import nonprojective_arcs, random_tree
 
@@ -214,7 +214,7 @@ def test_runs_are_skipped_once_finished_and_rerun_when_the_grid_changes(tiny_gri
     grid = load_grid(tiny_grid)
     assert run_grid(grid, log=lambda line: None) == []
     assert sum(c[3] == "train" for c in fake_runs) == 8 and sum(c[3] == "parse" for c in fake_runs) == 8
-    assert all(runners.run_status(r, fingerprint(run_config(grid, r))) == "finished" for r in grid.runs)
+    assert all(runners.run_status(r, run_config(grid, r)) == "finished" for r in grid.runs)
     fake_runs.clear()
     assert run_grid(load_grid(tiny_grid), log=lambda line: None) == []
     assert fake_runs == []
@@ -257,6 +257,25 @@ def test_runs_stay_finished_when_an_option_is_added_with_its_old_behaviour(tiny_
     status = dict(runners.statuses(load_grid(tiny_grid)))
     assert status[grid.runs[0]] == "finished" and status[grid.runs[1]] == "stale"
     assert sum(s == "finished" for s in status.values()) == len(grid.runs) - 1
+
+
+def test_runs_turn_stale_when_a_system_default_changes(tiny_grid, fake_runs):
+    """A finished run records its system's resolved options: when a code
+    default changes (as Attardi's work_limit once did), its config and
+    fingerprint stay the same, but the run is stale; markers written before
+    the options were recorded keep their runs finished."""
+    grid = load_grid(tiny_grid)
+    run_grid(grid, log=lambda line: None)
+    first, second = grid.runs[0].output_dir, grid.runs[1].output_dir
+    marker = json.loads((first / runners.MARKER).read_text())
+    assert marker["system_options"] == system_options(run_config(grid, grid.runs[0]))
+    changed = {**marker["system_options"], "an_old_default": 5000}
+    (first / runners.MARKER).write_text(json.dumps({**marker, "system_options": changed}))
+    old = json.loads((second / runners.MARKER).read_text())
+    del old["system_options"]
+    (second / runners.MARKER).write_text(json.dumps(old))
+    status = dict(runners.statuses(load_grid(tiny_grid)))
+    assert status[grid.runs[0]] == "stale" and status[grid.runs[1]] == "finished"
 
 
 def test_only_filter_and_threads(tiny_grid, fake_runs):

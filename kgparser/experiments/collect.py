@@ -13,7 +13,7 @@ import numpy as np
 from ..conllu_io import read_conllu
 from ..evaluation import DISTANCE_BUCKETS, distance_bucket
 from ..transitions.trees import nonprojective_arcs
-from .grid import Grid, Run, fingerprint, run_config
+from .grid import Grid, Run, run_config
 from .runners import MARKER, run_status
 from .significance import PairedResult, paired_test
 
@@ -176,7 +176,7 @@ def collect(grid: Grid, log=print) -> list[RunResult]:
     results = []
     for run in grid.runs:
         config = run_config(grid, run)
-        status = run_status(run, fingerprint(config))
+        status = run_status(run, config)
         result = RunResult(run, status)
         if status == "finished":
             marker = json.loads((run.output_dir / MARKER).read_text(encoding="utf-8"))

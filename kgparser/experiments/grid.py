@@ -453,6 +453,16 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
+def system_options(config) -> dict:
+    """The options the run's transition system resolves to, code defaults
+    included, as plain JSON data.  A finished run's marker records them, so a
+    run trained under a default that has changed since (which its config, and
+    so its fingerprint, does not show) turns stale."""
+    from ..transitions import get_system
+
+    return json.loads(json.dumps(get_system(config.system.name, **config.system.options).options()))
+
+
 def fingerprint(config) -> str:
     """Changes whenever the run would train something different.  Settings that
     do not change the model (output folder, threads, device, progress, logging)

@@ -54,7 +54,7 @@ from ..atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
 from ..locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
-from .grid import Grid, Run, fingerprint, run_config
+from .grid import Grid, Run, fingerprint, run_config, system_options
 
 MARKER = "experiment.json"
 PREDICTIONS = "test.pred.conllu"
@@ -85,17 +85,23 @@ class Job:
     fingerprint: str
     threads: int
     point: tuple[tuple[str, str], ...]
+    #: :func:`.grid.system_options` of the run's config, recorded in its marker
+    system_options: dict
 
 
-def run_status(run: Run, expected: str) -> str:
+def run_status(run: Run, config) -> str:
     """``finished``, ``running`` (another process holds its lock, or a trainer
-    its training lock), ``stale`` (finished under another config), ``partial``
-    (has a last.pt to resume from) or ``pending``."""
+    its training lock), ``stale`` (finished under another config, or under
+    transition-system defaults that have changed since: :func:`.grid.system_options`,
+    recorded by runs finished since it was introduced), ``partial`` (has a
+    last.pt to resume from) or ``pending``."""
     out = run.output_dir
     marked = (out / MARKER).exists()
     if marked:
-        recorded = (_marker(out) or {}).get("fingerprint")
-        if recorded == expected or saved_config_fingerprint(out) == expected:
+        marker = _marker(out) or {}
+        expected = fingerprint(config)
+        same = marker.get("fingerprint") == expected or saved_config_fingerprint(out) == expected
+        if same and marker.get("system_options", system_options(config)) == system_options(config):
             return "finished"
     if _locked_elsewhere(out):
         return "running"
@@ -128,13 +134,13 @@ def saved_config_fingerprint(out: Path) -> str | None:
 
 
 def statuses(grid: Grid) -> list[tuple[Run, str]]:
-    return [(run, run_status(run, fingerprint(run_config(grid, run)))) for run in grid.runs]
+    return [(run, run_status(run, run_config(grid, run))) for run in grid.runs]
 
 
 def make_job(grid: Grid, run: Run) -> Job:
     config = run_config(grid, run)
     return Job(run.name, str(grid.base), str(run.output_dir), tuple(run.set_arguments()), config.data.test,
-               fingerprint(config), grid.engine.threads_per_run, run.point)
+               fingerprint(config), grid.engine.threads_per_run, run.point, system_options(config))
 
 
 def _command(*arguments: str) -> list[str]:
@@ -247,7 +253,7 @@ def _execute_locked(job: Job, out: Path) -> dict:
         _call(_command("parse", job.test, "--model", str(out / BEST), "--output", str(out / PREDICTIONS),
                        "--threads", str(job.threads)), log, job.threads, "parsing the test set", job)
     marker = {"name": job.name, "point": dict(job.point), "fingerprint": job.fingerprint,
-              "set": list(job.set_arguments), "test": job.test,
+              "system_options": job.system_options, "set": list(job.set_arguments), "test": job.test,
               "predictions": PREDICTIONS if job.test else None,
               "seconds": round(time.time() - started, 1), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "environment": environment}
