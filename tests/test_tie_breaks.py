@@ -341,7 +341,8 @@ def attardi_golds(system, seed: int):
     return golds + [t for t in random_trees([5], 6, rng) if system.can_build(t)]
 
 
-@pytest.mark.parametrize("order", [["shift"], ["left", "right"], ["right2", "left2", "right", "left", "shift"]])
+@pytest.mark.parametrize("order", [["shift"], ["left", "right"], ["left", "right", "shift"],
+                                   ["right2", "left2", "right", "left", "shift"]])
 def test_attardi_orders_on_every_state(order):
     system = get_system("attardi", tie_break=order)
     assert_tie_break(system, attardi_golds(system, 9), limit=500)
