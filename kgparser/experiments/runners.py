@@ -101,7 +101,8 @@ def run_status(run: Run, config) -> str:
         marker = _marker(out) or {}
         expected = fingerprint(config)
         same = marker.get("fingerprint") == expected or saved_config_fingerprint(out) == expected
-        if same and marker.get("system_options", system_options(config)) == system_options(config):
+        recorded = marker.get("system_options")
+        if same and (recorded is None or recorded == system_options(config)):
             return "finished"
     if _locked_elsewhere(out):
         return "running"

@@ -167,7 +167,7 @@ class TwoPlanar(TransitionSystem):
         self.lost_words = lost_words_option(self.name, lost_words)
         self.root_node = bool(root_node)
         self.headless = headless_option(self.name, headless, self.root_node)
-        if self.root_node and headless != HEADLESS_WRONG:
+        if self.root_node and self.headless != HEADLESS_WRONG:
             raise KgparserError("two-planar option 'root_node: true' needs 'headless: wrong': with the root "
                                 "node the dynamic oracle is exact for the loss that counts a headless word "
                                 "as an error")
