@@ -25,6 +25,7 @@ from kgparser.evaluation import evaluate_files
 from kgparser.experiments import collect, load_grid, run_grid, write_report
 from kgparser.experiments import runners
 from kgparser.experiments.grid import GridError, run_config, system_options, validate_runs
+from kgparser.experiments.collect import score_sentences
 from kgparser.experiments.significance import paired_bootstrap, paired_randomization
 from kgparser.transitions.trees import nonprojective_arcs, random_tree
 
@@ -504,12 +505,70 @@ def test_randomization_matches_exhaustive_enumeration():
     assert paired_randomization(a, b, words, samples=20_000, seed=5).p_value == pytest.approx(exact, abs=0.01)
 
 
+def test_randomization_of_own_denominators_matches_exhaustive_enumeration():
+    """A precision (each side's own denominator): swapping a sentence swaps its
+    numerator and its denominator; the p-value is that of all 2^12 swaps."""
+    rng = np.random.default_rng(4)
+    predicted_a, predicted_b = rng.integers(0, 6, size=12), rng.integers(1, 6, size=12)
+    right_a, right_b = rng.binomial(predicted_a, 0.3), rng.binomial(predicted_b, 0.6)
+    observed = abs(right_b.sum() / predicted_b.sum() - right_a.sum() / predicted_a.sum())
+    extreme = 0
+    for swaps in itertools.product((False, True), repeat=12):
+        swap = np.array(swaps)
+        a, b = np.where(swap, right_b, right_a), np.where(swap, right_a, right_b)
+        n_a, n_b = np.where(swap, predicted_b, predicted_a), np.where(swap, predicted_a, predicted_b)
+        extreme += abs(b.sum() / n_b.sum() - a.sum() / n_a.sum()) >= observed - 1e-12
+    result = paired_randomization(right_a, right_b, predicted_a, samples=20_000, seed=5, words_b=predicted_b)
+    assert result.p_value == pytest.approx(extreme / 2 ** 12, abs=0.01)
+    assert result.delta == pytest.approx(right_b.sum() / predicted_b.sum() - right_a.sum() / predicted_a.sum())
+
+
+def test_own_denominators_equal_to_the_shared_ones_change_nothing():
+    a, b, words = _synthetic_differences()
+    for test in (paired_bootstrap, paired_randomization):
+        assert test(a, b, words, samples=2000, words_b=words) == test(a, b, words, samples=2000)
+
+
+def test_bootstrap_samples_without_a_denominator_are_left_out():
+    """Only sentence 0 has predicted arcs on side B: a resample without it has no
+    precision for B and is not counted, so the p-value is over the others."""
+    right_a, predicted_a = np.array([1, 1, 0, 0]), np.array([2, 2, 0, 0])
+    right_b, predicted_b = np.array([2, 0, 0, 0]), np.array([2, 0, 0, 0])
+    result = paired_bootstrap(right_a, right_b, predicted_a, samples=4000, seed=2, words_b=predicted_b)
+    assert (result.score_a, result.score_b) == (0.5, 1.0)
+    # a resample holds sentence 0 with probability 1 - (3/4)^4; then B's precision is 1 and
+    # A's 0.5, so no resample is extreme and p = 1 / (defined resamples + 1), not 1 / 4001
+    assert result.p_value == pytest.approx(1 / (4000 * (1 - 0.75 ** 4) + 1), rel=0.05)
+    with pytest.raises(ValueError):
+        paired_bootstrap(right_a, right_b, predicted_a, words_b=np.zeros(4))
+
+
 def test_mismatched_inputs_are_rejected():
     with pytest.raises(ValueError):
         paired_bootstrap([1, 2], [1, 2, 3], [2, 2])
 
 
 # --- report -------------------------------------------------------------------
+
+def _sentence_file(path: Path, heads: list[int]) -> list:
+    path.write_text("".join(f"{d}\tw{d}\t_\tX\t_\t_\t{h}\t{'root' if h == 0 else 'dep'}\t_\t_\n"
+                            for d, h in enumerate(heads[1:], start=1)) + "\n")
+    return read_conllu(path, require_tree=False)
+
+
+def test_nonprojective_precision_counts_the_predicted_arcs_with_the_gold_head(tmp_path):
+    """Gold: 1 is the root, 1 -> 2, 3, 4 and 2 -> 5 (non-projective over 3, 4).
+    Predicted: 2 is the root, 2 -> 1, 5 and 1 -> 3, 4.  Both arcs 1 -> 3 and
+    1 -> 4 are gold arcs and non-projective in the prediction only (over 2),
+    and the gold non-projective arc 2 -> 5 is found but projective there:
+    recall 1/1, precision 2/2 (not 1/2)."""
+    gold = _sentence_file(tmp_path / "gold.conllu", [-1, 0, 1, 1, 1, 2])
+    predicted = _sentence_file(tmp_path / "pred.conllu", [-1, 2, 0, 1, 1, 2])
+    scores = score_sentences(gold, predicted)
+    counts = scores["nonprojective"]
+    assert (counts.gold, counts.correct, counts.predicted, counts.predicted_correct) == (1, 1, 2, 2)
+    assert (counts.precision, counts.recall) == (1.0, 1.0)
+    assert list(scores["nonprojective_predicted"]) == [2] and list(scores["nonprojective_right"]) == [2]
 
 def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
     grid = load_grid(tiny_grid)
@@ -542,6 +601,22 @@ def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
     gold_np = sum(len(nonprojective_arcs(s.heads)) for s in read_conllu(gold))
     assert gold_np > 0
     assert all(c["nonprojective"]["gold"] == 2 * gold_np for c in data["configurations"])
+    # precision over the predicted non-projective arcs, tested in the comparisons
+    for config in data["configurations"]:
+        predicted = right = 0
+        for name in config["runs"]:
+            for g, p in zip(read_conllu(gold), read_conllu(tmp_path / "runs" / name / runners.PREDICTIONS)):
+                arcs = nonprojective_arcs(p.heads)
+                predicted, right = predicted + len(arcs), right + sum(g.heads[d] == h for h, d in arcs)
+        assert (config["nonprojective"]["predicted"], config["nonprojective"]["predicted_correct"]) == (predicted,
+                                                                                                        right)
+    row = oracle["rows"][0]
+    static, dynamic = (next(c["nonprojective"] for c in data["configurations"] if c["labels"] == row[side])
+                       for side in ("a", "b"))
+    assert [(t["a"], t["b"]) for t in row["nonprojective_precision"]] == [
+        (pytest.approx(static["predicted_correct"] / static["predicted"]),
+         pytest.approx(dynamic["predicted_correct"] / dynamic["predicted"]))]
+    assert "| A non-proj. precision | B non-proj. precision | Δ | p |" in text
     assert all(sum(b["gold"] for b in c["by_length"].values()) == 2 * 320 for c in data["configurations"])
     plots = sorted(p.name for p in (path.parent / "plots").iterdir())
     assert plots == ["learning-curve-arc-eager.svg", "learning-curve-arc-hybrid.svg",

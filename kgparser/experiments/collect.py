@@ -24,20 +24,27 @@ CURVES = {"dev/las": "dev_las", "dev/uas": "dev_uas", "train/loss": "loss"}
 
 @dataclass
 class Counts:
-    """gold / predicted / correct arcs of one category (precision, recall derived)."""
+    """Arcs of one category: ``gold`` arcs in it and ``correct`` ones among them
+    (the predicted head is the gold head: recall), ``predicted`` arcs in it and
+    ``predicted_correct`` ones among them (precision).  The two numerators
+    differ where the category depends on the rest of the tree: an arc is
+    non-projective in the prediction and not in the gold tree, or the other
+    way round."""
 
     gold: int = 0
     predicted: int = 0
     correct: int = 0
+    predicted_correct: int = 0
 
     def add(self, other: "Counts") -> None:
         self.gold += other.gold
         self.predicted += other.predicted
         self.correct += other.correct
+        self.predicted_correct += other.predicted_correct
 
     @property
     def precision(self) -> float | None:
-        return self.correct / self.predicted if self.predicted else None
+        return self.predicted_correct / self.predicted if self.predicted else None
 
     @property
     def recall(self) -> float | None:
@@ -55,6 +62,9 @@ class RunResult:
     #: arc-length bucket -> counts (unlabeled; precision by predicted length, recall by gold length)
     by_length: dict[str, Counts] = field(default_factory=dict)
     nonprojective: Counts = field(default_factory=Counts)
+    #: per test sentence: non-projective arcs predicted, and those with the gold head (precision's terms)
+    nonprojective_predicted: np.ndarray | None = None
+    nonprojective_right: np.ndarray | None = None
     #: series name (see CURVES) -> [(epoch, value), ...]
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     test_file: str | None = None
@@ -80,7 +90,10 @@ class RunResult:
 
 def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
     """Per-sentence arrays and breakdown counts of predicted against gold trees
-    (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored)."""
+    (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored).
+    Non-projective arcs: recall over the arcs non-projective in the gold tree,
+    precision over those non-projective in the predicted tree (an arc is
+    correct when its head is the gold head)."""
     from ..evaluation import EvaluationError
 
     if len(gold_sentences) != len(pred_sentences):
@@ -88,6 +101,7 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
     words, heads, labeled = [], [], []
     by_length = {bucket: Counts() for bucket in DISTANCE_BUCKETS}
     nonprojective = Counts()
+    nonprojective_predicted, nonprojective_right = [], []
     for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
         if gold.forms != pred.forms:
             raise EvaluationError(f"sentence {index} (gold {gold.source}:{gold.line}): the prediction has "
@@ -103,14 +117,20 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
                 by_length[distance_bucket(pred.heads[d], d)].predicted += 1
         for d in right:
             by_length[distance_bucket(gold.heads[d], d)].correct += 1
+            by_length[distance_bucket(gold.heads[d], d)].predicted_correct += 1
         scored_set = set(scored)
         gold_np = {arc for arc in nonprojective_arcs(gold.heads) if arc[1] in scored_set}
         attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]  # "_" heads: root, as in DESIGN.md
         pred_np = {arc for arc in nonprojective_arcs(attached) if arc[1] in scored_set and pred.heads[arc[1]] >= 0}
-        nonprojective.add(Counts(len(gold_np), len(pred_np),
-                                 sum(pred.heads[d] == h for h, d in gold_np)))
+        predicted_right = sum(gold.heads[d] == h for h, d in pred_np)
+        nonprojective.add(Counts(len(gold_np), len(pred_np), sum(pred.heads[d] == h for h, d in gold_np),
+                                 predicted_right))
+        nonprojective_predicted.append(len(pred_np))
+        nonprojective_right.append(predicted_right)
     return {"words": np.array(words), "heads": np.array(heads), "labeled": np.array(labeled),
-            "by_length": by_length, "nonprojective": nonprojective}
+            "by_length": by_length, "nonprojective": nonprojective,
+            "nonprojective_predicted": np.array(nonprojective_predicted),
+            "nonprojective_right": np.array(nonprojective_right)}
 
 
 def compare_predictions(gold_sentences, pred_a, pred_b, *, punct: bool = True, test: str = "bootstrap",
@@ -190,6 +210,8 @@ def collect(grid: Grid, log=print) -> list[RunResult]:
                 scores = score_sentences(gold_cache[result.test_file], predicted, grid.report.punct)
                 result.words, result.heads, result.labeled = scores["words"], scores["heads"], scores["labeled"]
                 result.by_length, result.nonprojective = scores["by_length"], scores["nonprojective"]
+                result.nonprojective_predicted = scores["nonprojective_predicted"]
+                result.nonprojective_right = scores["nonprojective_right"]
             else:
                 log(f"{run.name}: no test predictions (no data.test); left out of the tables")
             result.curves = read_curves(run.output_dir)

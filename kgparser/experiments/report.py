@@ -33,6 +33,8 @@ from .significance import paired_test
 from .svg import line_chart
 
 METRICS = ("uas", "las")
+#: the comparisons also test the precision of the predicted non-projective arcs
+NONPROJECTIVE_PRECISION = "nonprojective_precision"
 
 
 @dataclass
@@ -139,21 +141,40 @@ def compare(comparison: Comparison, configs: list[Configuration], grid: Grid) ->
             if runs_a[seed].test_file != runs_b[seed].test_file:
                 raise GridError(f"{grid.path}: compare {comparison.name!r}: {a.name} and {b.name} were "
                                 "tested on different files; pair configurations on the same test set")
-        words = runs_a[seeds[0]].words
-        tests: dict[str, list] = {}
-        for metric, attribute in (("uas", "heads"), ("las", "labeled")):
-            if settings.seeds == "pooled":
-                chunks = [[getattr(runs_a[s], attribute) for s in seeds], [getattr(runs_b[s], attribute) for s in seeds]]
-                pairs = [(np.sum(chunks[0], axis=0), np.sum(chunks[1], axis=0), words * len(seeds))]
-            else:
-                pairs = [(getattr(runs_a[s], attribute), getattr(runs_b[s], attribute), words) for s in seeds]
-            tests[metric] = []
-            for correct_a, correct_b, total in pairs:
-                result = paired_test(settings.test, correct_a, correct_b, total, settings.samples,
-                                     settings.random_seed)
-                tests[metric].append((result.p_value, result.score_a, result.score_b))
+        tests = {metric: _tests(settings, [(runs_a[s], runs_b[s]) for s in seeds], metric)
+                 for metric in (*METRICS, NONPROJECTIVE_PRECISION)}
         rows.append(ComparisonRow(group, a, b, seeds, tests))
     return rows
+
+
+#: metric -> (numerator, denominator) per test sentence, as RunResult attributes (None: the words)
+TESTED = {"uas": ("heads", None), "las": ("labeled", None),
+          NONPROJECTIVE_PRECISION: ("nonprojective_right", "nonprojective_predicted")}
+
+
+def _tests(settings, pairs: list[tuple[RunResult, RunResult]], metric: str) -> list[tuple[float, float, float]]:
+    """(p-value, score A, score B) of ``metric``: one entry over the pooled seeds,
+    or one per seed; none where a side has nothing to score (a precision
+    without predicted non-projective arcs)."""
+    numerator, denominator = TESTED[metric]
+
+    def terms(result: RunResult) -> tuple[np.ndarray, np.ndarray]:
+        return getattr(result, numerator), getattr(result, denominator or "words")
+
+    if settings.seeds == "pooled":
+        sides = [[terms(pair[side]) for pair in pairs] for side in (0, 1)]
+        groups = [tuple((np.sum([t[0] for t in side], axis=0), np.sum([t[1] for t in side], axis=0))
+                        for side in sides)]
+    else:
+        groups = [(terms(a), terms(b)) for a, b in pairs]
+    entries = []
+    for (right_a, total_a), (right_b, total_b) in groups:
+        if total_a.sum() == 0 or total_b.sum() == 0:
+            return []
+        result = paired_test(settings.test, right_a, right_b, total_a, settings.samples, settings.random_seed,
+                             words_b=None if denominator is None else total_b)
+        entries.append((result.p_value, result.score_a, result.score_b))
+    return entries
 
 
 def _pct(value: float | None) -> str:
@@ -248,24 +269,36 @@ def _comparison_section(grid: Grid, comparisons: list[tuple[Comparison, list[Com
              f"{test} test over test sentences, {settings.samples:,} samples, two-sided; "
              f"Δ = B − A in points; **bold** Δ and * mark p < {settings.alpha:g}. "
              + ("Seeds tested one by one (cells: seeds with p < alpha / seeds)." if per_seed else
-                "Seeds pooled (scores are means over the seeds both configurations finished)."), ""]
+                "Seeds pooled (scores are means over the seeds both configurations finished).")
+             + " Non-projective precision (where both sides predicted non-projective arcs): the share of the "
+               "arcs non-projective in the predicted tree that have the gold head, the same test with each "
+               "side's own predicted arcs as denominator" + (" (counts summed over the seeds)." if not per_seed
+                                                              else "."), ""]
     for comparison, rows in comparisons:
         lines += [f"### {comparison.name}", ""]
         if not rows:
             lines += ["No pair of configurations has finished runs yet.", ""]
             continue
+        precision = any(row.tests[NONPROJECTIVE_PRECISION] for row in rows)
         header = list(comparison.over) + ["A", "B", "seeds", "A LAS", "B LAS", "Δ LAS", "p LAS",
                                           "A UAS", "B UAS", "Δ UAS", "p UAS"]
+        header += ["A non-proj. precision", "B non-proj. precision", "Δ", "p"] if precision else []
         table = []
         for row in rows:
             table.append([label for _, label in row.group] + [
-                _short(row.a, comparison), _short(row.b, comparison), str(len(row.seeds)),
-                _pct(row.score("las", 1)), _pct(row.score("las", 2)), _delta_cell(row, "las", settings.alpha),
-                _significance_cell(row, "las", settings.alpha, per_seed),
-                _pct(row.score("uas", 1)), _pct(row.score("uas", 2)), _delta_cell(row, "uas", settings.alpha),
-                _significance_cell(row, "uas", settings.alpha, per_seed)])
+                _short(row.a, comparison), _short(row.b, comparison), str(len(row.seeds))]
+                + [cell for metric in ("las", "uas", NONPROJECTIVE_PRECISION)[:3 if precision else 2]
+                   for cell in _test_cells(row, metric, settings.alpha, per_seed)])
         lines += [*_table(header, table), ""]
     return lines
+
+
+def _test_cells(row: ComparisonRow, metric: str, alpha: float, per_seed: bool) -> list[str]:
+    """A score, B score, Δ and significance of one tested metric (dashes where untested)."""
+    if not row.tests[metric]:
+        return ["–"] * 4
+    return [_pct(row.score(metric, 1)), _pct(row.score(metric, 2)), _delta_cell(row, metric, alpha),
+            _significance_cell(row, metric, alpha, per_seed)]
 
 
 def _short(config: Configuration, comparison: Comparison) -> str:
@@ -297,13 +330,14 @@ def _nonprojective_section(grid: Grid, configs: list[Configuration]) -> list[str
     rows = []
     for c in scored:
         counts = c.pooled_counts("nonprojective")
-        rows.append([label for _, label in c.labels] + [str(counts.gold), str(counts.predicted),
-                                                        str(counts.correct), _pct(counts.precision),
-                                                        _pct(counts.recall)])
-    header = _axis_columns(grid) + ["gold", "predicted", "correct", "precision", "recall"]
+        rows.append([label for _, label in c.labels] + [str(counts.gold), str(counts.correct),
+                                                        str(counts.predicted), str(counts.predicted_correct),
+                                                        _pct(counts.precision), _pct(counts.recall)])
+    header = _axis_columns(grid) + ["gold", "gold found", "predicted", "predicted right", "precision", "recall"]
     return ["## Non-projective arcs", "",
-            "Arcs that are non-projective in the gold tree (recall) or in the predicted tree (precision); "
-            "an arc is correct when the predicted head is the gold head. Counts summed over seeds.", "",
+            "Recall: of the arcs non-projective in the gold tree (gold), those whose word got the gold head "
+            "(gold found); precision: of the arcs non-projective in the predicted tree (predicted), those "
+            "whose head is the gold head (predicted right). Counts summed over seeds.", "",
             *_table(header, rows), ""]
 
 
@@ -379,7 +413,8 @@ def _json(grid: Grid, configs: list[Configuration], comparisons) -> dict:
             "configurations": [config_data(c) for c in configs],
             "comparisons": [{"name": comparison.name, "rows": [
                 {"group": dict(row.group), "a": dict(row.a.labels), "b": dict(row.b.labels), "seeds": row.seeds,
-                 **{metric: [{"p": p, "a": a, "b": b} for p, a, b in row.tests[metric]] for metric in METRICS}}
+                 **{metric: [{"p": p, "a": a, "b": b} for p, a, b in row.tests[metric]]
+                    for metric in (*METRICS, NONPROJECTIVE_PRECISION)}}
                 for row in rows]} for comparison, rows in comparisons]}
 
 

@@ -47,53 +47,83 @@ class PairedResult:
         return self.p_value < alpha
 
 
-def _arrays(correct_a, correct_b, words) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _arrays(correct_a, correct_b, words, words_b=None) -> tuple[np.ndarray, ...]:
     a = np.asarray(correct_a, dtype=np.float64)
     b = np.asarray(correct_b, dtype=np.float64)
     n = np.asarray(words, dtype=np.float64)
-    if not (a.shape == b.shape == n.shape) or a.ndim != 1:
-        raise ValueError(f"per-sentence arrays must have one shared length, got {a.shape}, {b.shape}, {n.shape}")
-    if not len(n) or n.sum() <= 0:
+    n_b = n if words_b is None else np.asarray(words_b, dtype=np.float64)
+    if not (a.shape == b.shape == n.shape == n_b.shape) or a.ndim != 1:
+        raise ValueError(f"per-sentence arrays must have one shared length, got {a.shape}, {b.shape}, {n.shape}, "
+                         f"{n_b.shape}")
+    if not len(n) or n.sum() <= 0 or n_b.sum() <= 0:
         raise ValueError("no words to compare")
-    return a, b, n
+    return a, b, n, n_b
+
+
+def _differences(sum_a, total_a, sum_b, total_b, shared: bool) -> np.ndarray:
+    """``sum_b / total_b - sum_a / total_a`` per sample (``shared``: the totals
+    are the same words); NaN where a total is 0."""
+    if shared:
+        return (sum_b - sum_a) / total_a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((total_a > 0) & (total_b > 0), sum_b / total_b - sum_a / total_a, np.nan)
+
+
+def _count_extreme(deltas: np.ndarray, threshold: float) -> tuple[int, int]:
+    """(samples at least as extreme as ``threshold``, samples with a defined difference)."""
+    defined = ~np.isnan(deltas)
+    return int(np.count_nonzero(np.abs(deltas[defined]) >= threshold - 1e-12)), int(np.count_nonzero(defined))
 
 
 def paired_bootstrap(correct_a, correct_b, words, samples: int = 10_000, seed: int = 12345,
-                     chunk: int = 1000) -> PairedResult:
-    """Two-sided paired bootstrap test of ``sum(b)/sum(words) - sum(a)/sum(words)``."""
-    a, b, n = _arrays(correct_a, correct_b, words)
-    observed = (b.sum() - a.sum()) / n.sum()
+                     chunk: int = 1000, words_b=None) -> PairedResult:
+    """Two-sided paired bootstrap test of ``sum(b)/sum(words_b) - sum(a)/sum(words)``
+    (``words_b`` defaults to ``words``: both systems scored over the same words;
+    give it for a ratio whose denominator is the system's own, such as the
+    precision of its non-projective arcs; samples whose denominator is 0 are
+    left out)."""
+    a, b, n, n_b = _arrays(correct_a, correct_b, words, words_b)
+    shared = words_b is None
+    observed = _differences(a.sum(), n.sum(), b.sum(), n_b.sum(), shared)
     rng = np.random.default_rng(seed)
     size = len(n)
-    diff = b - a
-    extreme = 0
+    extreme = defined = 0
     for start in range(0, samples, chunk):
         count = min(chunk, samples - start)
         drawn = rng.integers(0, size, size=(count, size))
-        deltas = diff[drawn].sum(axis=1) / n[drawn].sum(axis=1)
-        extreme += int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
-    return PairedResult(a.sum() / n.sum(), b.sum() / n.sum(), (extreme + 1) / (samples + 1), samples, "bootstrap")
+        total_a = n[drawn].sum(axis=1)
+        total_b = total_a if shared else n_b[drawn].sum(axis=1)
+        deltas = _differences(a[drawn].sum(axis=1), total_a, b[drawn].sum(axis=1), total_b, shared)
+        hits, valid = _count_extreme(deltas - observed, abs(observed))
+        extreme, defined = extreme + hits, defined + valid
+    return PairedResult(a.sum() / n.sum(), b.sum() / n_b.sum(), (extreme + 1) / (defined + 1), samples, "bootstrap")
 
 
 def paired_randomization(correct_a, correct_b, words, samples: int = 10_000, seed: int = 12345,
-                         chunk: int = 1000) -> PairedResult:
-    """Two-sided approximate randomization test (sentence-level swaps)."""
-    a, b, n = _arrays(correct_a, correct_b, words)
-    total = n.sum()
-    diff = b - a
-    observed = diff.sum() / total
+                         chunk: int = 1000, words_b=None) -> PairedResult:
+    """Two-sided approximate randomization test (sentence-level swaps of the
+    two systems' outputs; ``words_b`` as for :func:`paired_bootstrap`)."""
+    a, b, n, n_b = _arrays(correct_a, correct_b, words, words_b)
+    shared = words_b is None
+    observed = _differences(a.sum(), n.sum(), b.sum(), n_b.sum(), shared)
     rng = np.random.default_rng(seed)
-    extreme = 0
+    extreme = defined = 0
     for start in range(0, samples, chunk):
         count = min(chunk, samples - start)
-        signs = rng.integers(0, 2, size=(count, len(n))) * 2.0 - 1.0
-        deltas = (signs @ diff) / total
-        extreme += int(np.count_nonzero(np.abs(deltas) >= abs(observed) - 1e-12))
-    return PairedResult(a.sum() / total, b.sum() / total, (extreme + 1) / (samples + 1), samples, "randomization")
+        swapped = rng.integers(0, 2, size=(count, len(n))).astype(np.float64)
+        moved, moved_total = swapped @ (b - a), swapped @ (n_b - n)
+        total_a = n.sum() + moved_total
+        total_b = total_a if shared else n_b.sum() - moved_total
+        deltas = _differences(a.sum() + moved, total_a, b.sum() - moved, total_b, shared)
+        hits, valid = _count_extreme(deltas, abs(observed))
+        extreme, defined = extreme + hits, defined + valid
+    return PairedResult(a.sum() / n.sum(), b.sum() / n_b.sum(), (extreme + 1) / (defined + 1), samples,
+                        "randomization")
 
 
 TESTS = {"bootstrap": paired_bootstrap, "randomization": paired_randomization}
 
 
-def paired_test(name: str, correct_a, correct_b, words, samples: int = 10_000, seed: int = 12345) -> PairedResult:
-    return TESTS[name](correct_a, correct_b, words, samples=samples, seed=seed)
+def paired_test(name: str, correct_a, correct_b, words, samples: int = 10_000, seed: int = 12345,
+                words_b=None) -> PairedResult:
+    return TESTS[name](correct_a, correct_b, words, samples=samples, seed=seed, words_b=words_b)
