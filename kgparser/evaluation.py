@@ -36,6 +36,9 @@ Breakdowns (always over the scored words):
 * per distance (``|head - dependent|`` bucketed as root, 1, 2, ..., 6, 7+):
   ``gold`` arcs of that gold length, ``predicted`` arcs of that predicted
   length, ``correct`` arcs of that gold length with the right head (unlabeled).
+* non-projective arcs (:func:`nonprojective_counts`): recall over the arcs
+  non-projective in the gold tree, precision over those non-projective in the
+  predicted tree (an arc is right when its head is the gold head).
 """
 from __future__ import annotations
 
@@ -45,9 +48,10 @@ from pathlib import Path
 
 from .conllu_io import Sentence, read_conllu
 from .errors import KgparserError
+from .transitions.trees import nonprojective_arcs
 
 __all__ = ["EvaluationError", "PRF", "Scores", "distance_bucket", "evaluate", "evaluate_files",
-           "universal_label"]
+           "nonprojective_counts", "universal_label"]
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
 #: the tag scores, in the order they are reported
@@ -76,6 +80,23 @@ def distance_bucket(head: int, dependent: int) -> str | None:
         return "root"
     distance = abs(head - dependent)
     return str(distance) if distance < 7 else "7+"
+
+
+#: the counts of :func:`nonprojective_counts`, in its order
+NONPROJECTIVE_COUNTS = ("gold", "found", "predicted", "right")
+
+
+def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> tuple[int, int, int, int]:
+    """Non-projective arcs onto the ``scored`` words: those non-projective in the
+    gold tree, and how many of their words got the gold head (recall's terms);
+    those non-projective in the predicted tree, and how many of them have the
+    gold head (precision's).  A word without a predicted head (``_``) hangs
+    from the root when the predicted tree is checked, and is never counted."""
+    gold_arcs = [(h, d) for h, d in nonprojective_arcs(gold.heads) if d in scored]
+    attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]
+    pred_arcs = [(h, d) for h, d in nonprojective_arcs(attached) if d in scored and pred.heads[d] >= 0]
+    return (len(gold_arcs), sum(pred.heads[d] == h for h, d in gold_arcs),
+            len(pred_arcs), sum(gold.heads[d] == h for h, d in pred_arcs))
 
 
 def _ratio(numerator: int, denominator: int) -> float:
@@ -123,6 +144,8 @@ class Scores:
     complete_labeled: int = 0
     per_label: dict[str, PRF] = field(default_factory=dict)
     per_distance: dict[str, PRF] = field(default_factory=dict)
+    #: :data:`NONPROJECTIVE_COUNTS` -> count, summed over the sentences
+    nonprojective: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NONPROJECTIVE_COUNTS, 0))
     #: per tag score (:data:`TAG_SCORES`): words with a gold value, and those predicted right
     tagged: dict[str, int] = field(default_factory=dict)
     correct_tags: dict[str, int] = field(default_factory=dict)
@@ -175,6 +198,9 @@ class Scores:
             result["per_label"] = {label: row.to_dict() for label, row in sorted(self.per_label.items())}
             result["per_distance"] = {bucket: self.per_distance[bucket].to_dict()
                                       for bucket in DISTANCE_BUCKETS if bucket in self.per_distance}
+            counts = self.nonprojective
+            result["nonprojective"] = {**counts, "precision": _ratio(counts["right"], counts["predicted"]),
+                                       "recall": _ratio(counts["found"], counts["gold"])}
         return result
 
     def format(self, breakdown: bool = False) -> str:
@@ -195,8 +221,15 @@ class Scores:
         if breakdown:
             lines += ["", _table("Label", sorted(self.per_label.items())),
                       "", _table("Distance", [(b, self.per_distance[b]) for b in DISTANCE_BUCKETS
-                                              if b in self.per_distance])]
+                                              if b in self.per_distance]),
+                      "", self._nonprojective_line()]
         return "\n".join(lines)
+
+    def _nonprojective_line(self) -> str:
+        c = self.nonprojective
+        return (f"Non-projective arcs: gold {c['gold']}, {c['found']} with the gold head (recall "
+                f"{100 * _ratio(c['found'], c['gold']):.2f}); predicted {c['predicted']}, {c['right']} with the "
+                f"gold head (precision {100 * _ratio(c['right'], c['predicted']):.2f})")
 
 
 _TAG_NAMES = {"upos": "UPOS", "xpos": "XPOS", "ufeats": "UFeats", "feats": "FEATS (whole)"}
@@ -269,6 +302,9 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
                 per_distance[gold_bucket].correct += 1
         scores.complete_unlabeled += complete_unlabeled
         scores.complete_labeled += complete_labeled
+        scored = {d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"}
+        for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, scored)):
+            scores.nonprojective[name] += count
     scores.per_label = per_label
     scores.per_distance = per_distance
     return scores

@@ -124,3 +124,30 @@ def test_report_formats():
     assert "LAS (universal)      66.67  (4/6)" in text
     assert "(excluding 2 words with gold UPOS PUNCT)" in text
     assert "nsubj:pass" in text and "\nroot" in text
+
+
+def _tree(heads: list[int], upos: list[str] | None = None) -> str:
+    upos = upos or ["X"] * len(heads)
+    return "".join(f"{d}\tw{d}\t_\t{u}\t_\t_\t{h}\t{'root' if h == 0 else 'dep'}\t_\t_\n"
+                   for d, (h, u) in enumerate(zip(heads, upos), start=1)) + "\n"
+
+
+def test_nonprojective_arcs_recall_over_gold_precision_over_predicted():
+    """Gold 2 -> 5 is non-projective (over 3, 4); the prediction finds it but,
+    with 2 as the root, makes it projective, and its gold arcs 1 -> 3, 1 -> 4
+    non-projective (over 2): recall 1/1, precision 2/2 (the reports' old
+    quotient, found / predicted, said 1/2).  Without punctuation (word 4 is
+    PUNCT) only 1 -> 3 is left on the predicted side."""
+    upos = ["X", "X", "X", "PUNCT", "X"]
+    gold = parse_conllu(_tree([0, 1, 1, 1, 2], upos), require_tree=True)
+    pred = parse_conllu(_tree([2, 0, 1, 1, 2], upos), require_tree=False)
+    scores = evaluate(gold, pred)
+    assert scores.nonprojective == {"gold": 1, "found": 1, "predicted": 2, "right": 2}
+    assert scores.to_dict()["nonprojective"] == {"gold": 1, "found": 1, "predicted": 2, "right": 2,
+                                                 "precision": 1.0, "recall": 1.0}
+    assert ("Non-projective arcs: gold 1, 1 with the gold head (recall 100.00); predicted 2, 2 with the gold "
+            "head (precision 100.00)") in scores.format(breakdown=True)
+    assert evaluate(gold, pred, punct=False).nonprojective == {"gold": 1, "found": 1, "predicted": 1, "right": 1}
+    # word 3 without a head: no arc of its own, but it hangs from the root, under 2 -> 5
+    unparsed = parse_conllu(_tree([2, 0, -1, 1, 2], upos).replace("\t-1\t", "\t_\t"), require_tree=False)
+    assert evaluate(gold, unparsed).nonprojective == {"gold": 1, "found": 1, "predicted": 2, "right": 2}

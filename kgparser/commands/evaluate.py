@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-punct", action="store_true",
                         help="leave out words whose gold UPOS is PUNCT (default: score every word, as CoNLL 2018)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="also report precision/recall/F1 per dependency label and per arc length")
+                        help="also report precision/recall/F1 per dependency label and per arc length, and "
+                             "the precision/recall of non-projective arcs")
     parser.add_argument("--against", metavar="PRED2",
                         help="a second prediction of GOLD: also print UAS and LAS of PRED2 - PRED with the "
                              "p-value of a paired test over sentences")

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..conllu_io import read_conllu
-from ..evaluation import DISTANCE_BUCKETS, distance_bucket
-from ..transitions.trees import nonprojective_arcs
+from ..evaluation import DISTANCE_BUCKETS, distance_bucket, nonprojective_counts
 from .grid import Grid, Run, run_config
 from .runners import MARKER, run_status
 from .significance import PairedResult, paired_test
@@ -91,9 +90,7 @@ class RunResult:
 def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
     """Per-sentence arrays and breakdown counts of predicted against gold trees
     (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored).
-    Non-projective arcs: recall over the arcs non-projective in the gold tree,
-    precision over those non-projective in the predicted tree (an arc is
-    correct when its head is the gold head)."""
+    Non-projective arcs: :func:`kgparser.evaluation.nonprojective_counts`."""
     from ..evaluation import EvaluationError
 
     if len(gold_sentences) != len(pred_sentences):
@@ -118,14 +115,9 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
         for d in right:
             by_length[distance_bucket(gold.heads[d], d)].correct += 1
             by_length[distance_bucket(gold.heads[d], d)].predicted_correct += 1
-        scored_set = set(scored)
-        gold_np = {arc for arc in nonprojective_arcs(gold.heads) if arc[1] in scored_set}
-        attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]  # "_" heads: root, as in DESIGN.md
-        pred_np = {arc for arc in nonprojective_arcs(attached) if arc[1] in scored_set and pred.heads[arc[1]] >= 0}
-        predicted_right = sum(gold.heads[d] == h for h, d in pred_np)
-        nonprojective.add(Counts(len(gold_np), len(pred_np), sum(pred.heads[d] == h for h, d in gold_np),
-                                 predicted_right))
-        nonprojective_predicted.append(len(pred_np))
+        gold_np, found, predicted_np, predicted_right = nonprojective_counts(gold, pred, set(scored))
+        nonprojective.add(Counts(gold_np, predicted_np, found, predicted_right))
+        nonprojective_predicted.append(predicted_np)
         nonprojective_right.append(predicted_right)
     return {"words": np.array(words), "heads": np.array(heads), "labeled": np.array(labeled),
             "by_length": by_length, "nonprojective": nonprojective,
