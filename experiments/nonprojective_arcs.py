@@ -18,19 +18,17 @@ import argparse
 import glob
 
 from kgparser.conllu_io import read_conllu
+from kgparser.evaluation import predicted_nonprojective_arcs
 from kgparser.transitions.trees import nonprojective_arcs
 
 
 def counts(gold: list, predicted: list) -> tuple[int, int, int]:
-    """(non-projective arcs predicted, with the gold head, also non-projective in the gold tree);
-    words without a head in the prediction count as attached to the root, as in the reports."""
+    """(non-projective arcs predicted, with the gold head, also non-projective in the gold tree),
+    over every word, as the reports count them (:func:`kgparser.evaluation.nonprojective_counts`)."""
     total = right = real = 0
     for g, p in zip(gold, predicted):
         gold_arcs = set(nonprojective_arcs(g.heads))
-        attached = [p.heads[0]] + [max(h, 0) for h in p.heads[1:]]
-        for head, dep in nonprojective_arcs(attached):
-            if p.heads[dep] < 0:
-                continue
+        for head, dep in predicted_nonprojective_arcs(p):
             total += 1
             right += g.heads[dep] == head
             real += (head, dep) in gold_arcs

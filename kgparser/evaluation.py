@@ -51,7 +51,7 @@ from .errors import KgparserError
 from .transitions.trees import nonprojective_arcs
 
 __all__ = ["EvaluationError", "PRF", "Scores", "distance_bucket", "evaluate", "evaluate_files",
-           "nonprojective_counts", "universal_label"]
+           "nonprojective_counts", "predicted_nonprojective_arcs", "universal_label"]
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
 #: the tag scores, in the order they are reported
@@ -86,6 +86,13 @@ def distance_bucket(head: int, dependent: int) -> str | None:
 NONPROJECTIVE_COUNTS = ("gold", "found", "predicted", "right")
 
 
+def predicted_nonprojective_arcs(pred: Sentence) -> list[tuple[int, int]]:
+    """The arcs of a prediction that are non-projective in it; a word without a
+    head (``_``) has no arc but hangs from the root when the tree is checked."""
+    attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]
+    return [(h, d) for h, d in nonprojective_arcs(attached) if pred.heads[d] >= 0]
+
+
 def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> tuple[int, int, int, int]:
     """Non-projective arcs onto the ``scored`` words: those non-projective in the
     gold tree, and how many of their words got the gold head (recall's terms);
@@ -93,8 +100,7 @@ def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> tu
     gold head (precision's).  A word without a predicted head (``_``) hangs
     from the root when the predicted tree is checked, and is never counted."""
     gold_arcs = [(h, d) for h, d in nonprojective_arcs(gold.heads) if d in scored]
-    attached = [pred.heads[0]] + [max(h, 0) for h in pred.heads[1:]]
-    pred_arcs = [(h, d) for h, d in nonprojective_arcs(attached) if d in scored and pred.heads[d] >= 0]
+    pred_arcs = [(h, d) for h, d in predicted_nonprojective_arcs(pred) if d in scored]
     return (len(gold_arcs), sum(pred.heads[d] == h for h, d in gold_arcs),
             len(pred_arcs), sum(gold.heads[d] == h for h, d in pred_arcs))
 
@@ -269,10 +275,9 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
         _check_aligned(index, gold, pred)
         scores.sentences += 1
         complete_unlabeled = complete_labeled = True
-        for d in range(1, gold.n + 1):
-            if not punct and gold.upos[d - 1] == "PUNCT":
-                scores.excluded_punct += 1
-                continue
+        scored = [d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"]
+        scores.excluded_punct += gold.n - len(scored)
+        for d in scored:
             gold_head, pred_head = gold.heads[d], pred.heads[d]
             gold_label, pred_label = gold.deprels[d], pred.deprels[d]
             if gold_head < 0 or gold_label is None:
@@ -302,8 +307,7 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
                 per_distance[gold_bucket].correct += 1
         scores.complete_unlabeled += complete_unlabeled
         scores.complete_labeled += complete_labeled
-        scored = {d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"}
-        for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, scored)):
+        for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, set(scored))):
             scores.nonprojective[name] += count
     scores.per_label = per_label
     scores.per_distance = per_distance

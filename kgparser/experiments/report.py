@@ -283,12 +283,12 @@ def _comparison_section(grid: Grid, comparisons: list[tuple[Comparison, list[Com
         header = list(comparison.over) + ["A", "B", "seeds", "A LAS", "B LAS", "Δ LAS", "p LAS",
                                           "A UAS", "B UAS", "Δ UAS", "p UAS"]
         header += ["A non-proj. precision", "B non-proj. precision", "Δ", "p"] if precision else []
+        shown = ("las", "uas") + ((NONPROJECTIVE_PRECISION,) if precision else ())
         table = []
         for row in rows:
             table.append([label for _, label in row.group] + [
                 _short(row.a, comparison), _short(row.b, comparison), str(len(row.seeds))]
-                + [cell for metric in ("las", "uas", NONPROJECTIVE_PRECISION)[:3 if precision else 2]
-                   for cell in _test_cells(row, metric, settings.alpha, per_seed)])
+                + [cell for metric in shown for cell in _test_cells(row, metric, settings.alpha, per_seed)])
         lines += [*_table(header, table), ""]
     return lines
 
