@@ -1,135 +1,23 @@
-"""Experiment grids: expansion, resuming, reports (the significance tests
-themselves: test_significance.py).
+"""Experiment grids: expansion, running, resuming and the cluster engines
+(reports: test_experiment_report.py; significance tests: test_significance.py).
 
-Runs are faked (the two subprocess commands of a run are replaced by a
-function that writes what training and parsing would write), so these tests
-need no training; one end-to-end test trains a tiny model for real.
+Runs are faked (:mod:`fake_grid_runs`, fixtures ``fake_runs`` and
+``tiny_grid`` in conftest.py), so these tests need no training.
 """
 from __future__ import annotations
 
 import json
-import random
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
-from kgparser.cli import main
-from kgparser.config import load_config
-from kgparser.conllu_io import read_conllu, write_conllu
+from fake_grid_runs import fake_call, run_settings, write_base, write_gold, write_grid
 from kgparser.errors import KgparserError
-from kgparser.evaluation import evaluate_files
-from kgparser.experiments import collect, load_grid, run_grid, write_report
+from kgparser.experiments import load_grid, run_grid
 from kgparser.experiments import runners
-from kgparser.experiments.grid import GridError, run_config, system_options, validate_runs
-from kgparser.experiments.collect import score_sentences
-from kgparser.transitions.trees import nonprojective_arcs, random_tree
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "kgparser" / "resources" / "en_ewt_sample"
-
-
-# --- fixtures -----------------------------------------------------------------
-
-def write_gold(path: Path, sentences: int = 40, words: int = 8, seed: int = 7) -> Path:
-    """Random trees (many of them non-projective) as CoNLL-U."""
-    rng = random.Random(seed)
-    blocks = []
-    for s in range(sentences):
-        heads = random_tree(words, rng, single_root=True)
-        lines = [f"# sent_id = s{s}"]
-        for d in range(1, words + 1):
-            label = "root" if heads[d] == 0 else rng.choice(["nsubj", "obj", "amod"])
-            lines.append(f"{d}\tw{s}_{d}\tw\tNOUN\t_\t_\t{heads[d]}\t{label}\t_\t_")
-        blocks.append("\n".join(lines) + "\n\n")
-    path.write_text("".join(blocks), encoding="utf-8")
-    return path
-
-
-def write_base(tmp_path: Path, gold: Path) -> Path:
-    base = tmp_path / "base.yaml"
-    base.write_text(yaml.safe_dump({"data": {"train": str(gold), "dev": str(gold), "test": str(gold)},
-                                    "training": {"epochs": 3}}), encoding="utf-8")
-    return base
-
-
-def write_grid(tmp_path: Path, body: dict, name: str = "grid.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump({"base": "base.yaml", "output_root": "runs", **body}, sort_keys=False),
-                    encoding="utf-8")
-    return path
-
-
-#: error rate of the fake parser by oracle (the system makes no difference)
-ERROR_RATE = {"static": 0.4, "dynamic": 0.1}
-
-
-def _option(command: list[str], name: str) -> str:
-    return command[command.index(name) + 1]
-
-
-def _settings(command: list[str]) -> dict:
-    return dict(command[i + 1].split("=", 1) for i, a in enumerate(command) if a == "--set")
-
-
-def fake_call(calls: list):
-    """Stands for ``subprocess.call`` of a run's ``train`` / ``parse`` commands."""
-    def call(command, stdout=None, stderr=None, env=None, **options):
-        calls.append(command)
-        action = command[3]
-        if action == "train":
-            settings = _settings(command)
-            out = Path(settings["output_dir"])
-            load_config(command[4], [f"{k}={v}" for k, v in settings.items()]).save(out / "config.yaml")
-            (out / "last.pt").write_bytes(b"fake")
-            (out / "best.pt").write_bytes(b"fake")
-            records = [{"epoch": e, "loss": 1.0 / e, "dev_las": 0.5 + 0.1 * e, "dev_uas": 0.6 + 0.1 * e,
-                        "epoch_seconds": 10.0 * e} for e in (1, 2, 3)]
-            (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        elif action == "parse":
-            out = Path(_option(command, "--output"))
-            settings = dict(part.split("=", 1) for part in out.parent.relative_to(out.parents[3]).parts)
-            rate = ERROR_RATE[settings["oracle"]]
-            rng = random.Random(int(settings["seed"]))
-            sentences = read_conllu(command[4])
-            for sentence in sentences:
-                heads = list(sentence.heads)
-                labels = list(sentence.deprels)
-                for d in range(1, sentence.n + 1):
-                    if rng.random() < rate and heads[d] != 0:  # attach to the root: wrong, never a cycle
-                        heads[d] = 0
-                    elif rng.random() < 0.1:
-                        labels[d] = "dep"
-                sentence.set_tree(heads, labels)
-            write_conllu(sentences, out)
-        return 0
-    return call
-
-
-@pytest.fixture
-def fake_runs(monkeypatch):
-    calls: list = []
-    monkeypatch.setattr(runners.subprocess, "call", fake_call(calls))
-    return calls
-
-
-GRID = {
-    "name": "tiny",
-    "set": {"training.epochs": 2},
-    "axes": {"system": ["arc-hybrid", "arc-eager"], "oracle": ["static", "dynamic"], "seed": [1, 2]},
-    "compare": [{"name": "oracle", "a": {"oracle": "static"}, "b": {"oracle": "dynamic"}},
-                {"name": "system", "a": {"system": "arc-hybrid"}, "b": {"system": "arc-eager"}}],
-    "engine": {"max_parallel": 2},
-    "report": {"samples": 1000},
-}
-
-
-@pytest.fixture
-def tiny_grid(tmp_path):
-    write_base(tmp_path, write_gold(tmp_path / "gold.conllu"))
-    return write_grid(tmp_path, GRID)
+from kgparser.experiments.grid import GridError, run_config, system_options
 
 
 # --- grid expansion ---------------------------------------------------------
@@ -280,9 +168,9 @@ def test_runs_turn_stale_when_a_system_default_changes(tiny_grid, fake_runs):
 def test_only_filter_and_threads(tiny_grid, fake_runs):
     grid = load_grid(tiny_grid)
     run_grid(grid, only=lambda run: run.labels["oracle"] == "dynamic", log=lambda line: None)
-    trained = {_settings(c)["output_dir"] for c in fake_runs if c[3] == "train"}
+    trained = {run_settings(c)["output_dir"] for c in fake_runs if c[3] == "train"}
     assert trained == {str(r.output_dir) for r in grid.runs if r.labels["oracle"] == "dynamic"}
-    assert all(_settings(c)["threads"] == "1" for c in fake_runs if c[3] == "train")
+    assert all(run_settings(c)["threads"] == "1" for c in fake_runs if c[3] == "train")
 
 
 def test_a_failed_run_has_no_marker_and_others_go_on(tiny_grid, monkeypatch):
@@ -313,7 +201,7 @@ def test_a_run_another_process_is_executing_is_skipped(tiny_grid, fake_runs):
     assert failures == []
     assert f"tiny: {len(grid.runs)} runs, 0 already finished, 1 running in another process, " \
            f"{len(grid.runs) - 1} to run (local)" in lines
-    trained = {Path(_settings(c)["output_dir"]) for c in fake_runs if c[3] == "train"}
+    trained = {Path(run_settings(c)["output_dir"]) for c in fake_runs if c[3] == "train"}
     assert busy not in trained and len(trained) == len(grid.runs) - 1
     assert [run.name for run, status in runners.statuses(grid) if status != "finished"] == [grid.runs[0].name]
 
@@ -429,207 +317,3 @@ def test_cluster_engine_without_its_package_says_what_to_install(tiny_grid, fake
     monkeypatch.setitem(sys.modules, "ray", None)  # makes "import ray" fail
     with pytest.raises(KgparserError, match=r"pip install 'kgparser\[ray\]'"):
         run_grid(load_grid(tiny_grid), engine="ray", log=lambda line: None)
-
-
-# --- report -------------------------------------------------------------------
-
-def _sentence_file(path: Path, heads: list[int]) -> list:
-    path.write_text("".join(f"{d}\tw{d}\t_\tX\t_\t_\t{h}\t{'root' if h == 0 else 'dep'}\t_\t_\n"
-                            for d, h in enumerate(heads[1:], start=1)) + "\n")
-    return read_conllu(path, require_tree=False)
-
-
-def test_nonprojective_precision_counts_the_predicted_arcs_with_the_gold_head(tmp_path):
-    """Gold: 1 is the root, 1 -> 2, 3, 4 and 2 -> 5 (non-projective over 3, 4).
-    Predicted: 2 is the root, 2 -> 1, 5 and 1 -> 3, 4.  Both arcs 1 -> 3 and
-    1 -> 4 are gold arcs and non-projective in the prediction only (over 2),
-    and the gold non-projective arc 2 -> 5 is found but projective there:
-    recall 1/1, precision 2/2 (not 1/2)."""
-    gold = _sentence_file(tmp_path / "gold.conllu", [-1, 0, 1, 1, 1, 2])
-    predicted = _sentence_file(tmp_path / "pred.conllu", [-1, 2, 0, 1, 1, 2])
-    scores = score_sentences(gold, predicted)
-    counts = scores["nonprojective"]
-    assert (counts.gold, counts.correct, counts.predicted, counts.predicted_correct) == (1, 1, 2, 2)
-    assert (counts.precision, counts.recall) == (1.0, 1.0)
-    assert list(scores["nonprojective_predicted"]) == [2] and list(scores["nonprojective_right"]) == [2]
-
-def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
-    grid = load_grid(tiny_grid)
-    run_grid(grid, log=lambda line: None)
-    results = collect(grid, log=lambda line: None)
-    path = write_report(grid, results)
-    assert path == tmp_path / "runs" / "report" / "report.md"
-    text = path.read_text()
-    data = json.loads((path.parent / "results.json").read_text())
-    # the scores agree with kgparser evaluate on the predictions
-    gold = tmp_path / "gold.conllu"
-    for config in data["configurations"]:
-        for name, scores in config["runs"].items():
-            expected = evaluate_files(gold, tmp_path / "runs" / name / runners.PREDICTIONS)
-            assert scores["uas"] == pytest.approx(expected.uas)
-            assert scores["las"] == pytest.approx(expected.las)
-        values = [s["las"] for s in config["runs"].values()]
-        assert config["las_mean"] == pytest.approx(np.mean(values))
-        assert config["las_sd"] == pytest.approx(np.std(values, ddof=1))
-    row = next(c for c in data["configurations"] if c["labels"] == {"system": "arc-hybrid", "oracle": "static"})
-    assert f"| arc-hybrid | static | 2/2 | {100 * row['uas_mean']:.2f} ± {100 * row['uas_sd']:.2f} |" in text
-    oracle, system = data["comparisons"]
-    # dynamic (10% errors) against static (40%): significant in both systems
-    assert [r["group"] for r in oracle["rows"]] == [{"system": "arc-hybrid"}, {"system": "arc-eager"}]
-    assert all(r["las"][0]["p"] < 0.01 and r["las"][0]["b"] > r["las"][0]["a"] for r in oracle["rows"])
-    # the fake parser ignores the system: identical predictions, p = 1
-    assert all(r["uas"][0]["p"] == 1.0 for r in system["rows"])
-    assert "### oracle" in text and "0.0010 *" in text and "| static | dynamic | 2 |" in text
-    # non-projective arcs: gold count from the gold trees, once per seed
-    gold_np = sum(len(nonprojective_arcs(s.heads)) for s in read_conllu(gold))
-    assert gold_np > 0
-    assert all(c["nonprojective"]["gold"] == 2 * gold_np for c in data["configurations"])
-    # precision over the predicted non-projective arcs, tested in the comparisons
-    for config in data["configurations"]:
-        predicted = right = 0
-        for name in config["runs"]:
-            for g, p in zip(read_conllu(gold), read_conllu(tmp_path / "runs" / name / runners.PREDICTIONS)):
-                arcs = nonprojective_arcs(p.heads)
-                predicted, right = predicted + len(arcs), right + sum(g.heads[d] == h for h, d in arcs)
-        assert (config["nonprojective"]["predicted"], config["nonprojective"]["predicted_correct"]) == (predicted,
-                                                                                                        right)
-    row = oracle["rows"][0]
-    static, dynamic = (next(c["nonprojective"] for c in data["configurations"] if c["labels"] == row[side])
-                       for side in ("a", "b"))
-    assert [(t["a"], t["b"]) for t in row["nonprojective_precision"]] == [
-        (pytest.approx(static["predicted_correct"] / static["predicted"]),
-         pytest.approx(dynamic["predicted_correct"] / dynamic["predicted"]))]
-    assert "| A non-proj. precision | B non-proj. precision | Δ | p |" in text
-    assert all(sum(b["gold"] for b in c["by_length"].values()) == 2 * 320 for c in data["configurations"])
-    plots = sorted(p.name for p in (path.parent / "plots").iterdir())
-    assert plots == ["learning-curve-arc-eager.svg", "learning-curve-arc-hybrid.svg",
-                     "length-recall-arc-eager.svg", "length-recall-arc-hybrid.svg",
-                     "nonprojective-arc-eager.svg", "nonprojective-arc-hybrid.svg"]
-    assert "<polyline" in (path.parent / "plots" / plots[0]).read_text()
-    # training time per configuration and where the runs ran
-    environment = runners.run_environment()
-    assert all(r["environment"] == environment for c in data["configurations"] for r in c["runs"].values())
-    assert "| 2/2 | " in text and " | 1.0 |" in text  # every fake run trains 10 + 20 + 30 seconds
-    assert "8 finished runs, 0.1 hours of training in all" in text
-    assert f"| {environment['machine']} | {environment['python']} |" in text and text.rstrip().endswith("| 8 |")
-
-
-def test_report_training_times_and_environments(tiny_grid, fake_runs, tmp_path):
-    grid = load_grid(tiny_grid)
-    run_grid(grid, log=lambda line: None)
-    for index, run in enumerate(grid.runs):  # two machines; a run finished before markers recorded one
-        marker = json.loads((run.output_dir / runners.MARKER).read_text())
-        marker["finished_at"] = f"2026-01-0{1 + index % 3}T12:00:00+0100"
-        marker["environment"] = ({"commit": "abc1234", "machine": "m1", "python": "3.12", "torch": "2.13.0"}
-                                 if index < 5 else {} if index == 5 else
-                                 {"commit": "def5678+modified", "machine": "m2", "python": "3.11", "torch": None})
-        (run.output_dir / runners.MARKER).write_text(json.dumps(marker))
-        # epochs of (index + 1) minutes; epoch 2 was written again by a resumed attempt and counts once
-        records = [{"epoch": e, "epoch_seconds": 20.0 * (index + 1)} for e in (1, 2, 2, 3)]
-        (run.output_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    text = write_report(grid, collect(grid, log=lambda line: None), tmp_path / "out").read_text()
-    # runs are expanded system, oracle, seed: arc-hybrid static is runs 1 and 2, arc-eager dynamic 7 and 8
-    assert "| arc-hybrid | static | 2/2 |" in text and "| 1.0–2.0 |" in text and "| 7.0–8.0 |" in text
-    assert "8 finished runs, 0.6 hours of training in all" in text
-    assert "finished between 2026-01-01 11:00 and 2026-01-03 11:00 UTC" in text
-    assert "| `abc1234` | m1 | 3.12 | 2.13.0 | 5 |" in text
-    assert "| `def5678+modified` | m2 | 3.11 | not recorded | 2 |" in text
-    assert "| not recorded | not recorded | not recorded | not recorded | 1 |" in text
-
-
-def test_per_seed_comparison_and_unfinished_runs(tiny_grid, fake_runs, tmp_path):
-    body = yaml.safe_load(tiny_grid.read_text())
-    body["report"] = {"samples": 500, "seeds": "per-seed", "test": "randomization"}
-    tiny_grid.write_text(yaml.safe_dump(body, sort_keys=False))
-    grid = load_grid(tiny_grid)
-    run_grid(grid, only=lambda run: run.labels["system"] == "arc-hybrid", log=lambda line: None)
-    path = write_report(grid, collect(grid, log=lambda line: None), tmp_path / "out")
-    text = path.read_text()
-    assert "4 of 8 runs finished" in text and "| arc-eager | static | 0/2 | – | – |" in text
-    assert "2/2 (max p 0.0020)" in text
-    data = json.loads((path.parent / "results.json").read_text())
-    assert len(data["comparisons"][0]["rows"]) == 1 and len(data["comparisons"][0]["rows"][0]["las"]) == 2
-    assert data["comparisons"][1]["rows"] == []
-
-
-def test_ambiguous_comparison_names_the_axes(tmp_path, fake_runs):
-    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=5))
-    body = dict(GRID, compare=[{"a": {"oracle": "static"}, "b": {"oracle": "dynamic"}, "over": []}])
-    grid = load_grid(write_grid(tmp_path, body))
-    run_grid(grid, log=lambda line: None)
-    with pytest.raises(GridError, match="differ in system"):
-        write_report(grid, collect(grid, log=lambda line: None))
-
-
-def test_learning_curves_from_tensorboard_events(tmp_path):
-    from tensorboard.compat.proto.event_pb2 import Event
-    from tensorboard.compat.proto.summary_pb2 import Summary
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
-    from kgparser.experiments.collect import read_curves
-
-    writer = EventFileWriter(str(tmp_path / "tensorboard"))
-    for epoch, value in ((1, 0.5), (2, 0.7), (3, 0.6)):
-        summary = Summary(value=[Summary.Value(tag="dev/las", simple_value=value)])
-        writer.add_event(Event(wall_time=0.0, step=epoch, summary=summary))
-    writer.close()
-    (tmp_path / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "dev_las": 0.1}) + "\n")
-    curves = read_curves(tmp_path)
-    assert [e for e, _ in curves["dev/las"]] == [1, 2, 3]
-    assert [v for _, v in curves["dev/las"]] == pytest.approx([0.5, 0.7, 0.6])
-
-
-# --- end to end ---------------------------------------------------------------
-
-def test_command_line_end_to_end_with_a_tiny_model(tmp_path, capsys):
-    """Trains one tiny model for real (1 epoch, 20 sentences) through the CLI."""
-    test = tmp_path / "test.conllu"
-    write_conllu(read_conllu(SAMPLE / "test.conllu")[:20], test)
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump({
-        "data": {"train": str(SAMPLE / "train.conllu"), "dev": str(test), "test": str(test),
-                 "max_train_sentences": 20},
-        "model": {"word_dim": 8, "pos_dim": 4, "lstm_hidden": 8, "lstm_layers": 1, "mlp_hidden": 8},
-        "training": {"epochs": 1, "tensorboard": False}}))
-    grid = write_grid(tmp_path, {"axes": {"oracle": ["dynamic"]}})
-    assert main(["experiment", "run", str(grid)]) == 0
-    run_dir = tmp_path / "runs" / "oracle=dynamic"
-    assert (run_dir / runners.MARKER).exists() and (run_dir / "best.pt").exists()
-    capsys.readouterr()
-    assert main(["experiment", "run", str(grid)]) == 0
-    assert "1 already finished, 0 to run" in capsys.readouterr().err
-    assert main(["experiment", "report", str(grid)]) == 0
-    data = json.loads((tmp_path / "runs" / "report" / "results.json").read_text())
-    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    test_record = next(r for r in metrics if "test_las" in r)
-    scores = data["configurations"][0]["runs"]["oracle=dynamic"]
-    assert scores["las"] == pytest.approx(test_record["test_las"])
-    assert scores["uas"] == pytest.approx(test_record["test_uas"])
-
-
-def test_svg_ticks_cover_the_data():
-    from kgparser.experiments.svg import nice_ticks
-
-    assert nice_ticks(1, 3, integer=True) == [1, 2, 3]
-    ticks = nice_ticks(55.3, 91.2)
-    assert ticks[0] <= 55.3 and ticks[-1] >= 91.2 and len(ticks) <= 7
-
-
-# --- the shipped studies --------------------------------------------------------
-
-STUDIES = sorted((ROOT / "experiments").glob("*.yaml"))
-UD = ROOT.parent / "shared" / "ud"
-
-
-@pytest.mark.skipif(not UD.is_dir(), reason="../shared/ud treebanks not available")
-@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
-def test_shipped_study_grids_expand_to_their_committed_results(path):
-    """Each study grid loads, every run's config is valid, and its runs are
-    exactly those of the committed report, so `experiment run` followed by
-    `report` regenerates that table."""
-    grid = load_grid(path)
-    validate_runs(grid)
-    results = json.loads((ROOT / "experiments" / "results" / path.stem / "results.json").read_text())
-    assert results["grid"] == path.name and results["name"] == grid.name
-    reported = {name for configuration in results["configurations"] for name in configuration["runs"]}
-    assert reported == {run.name for run in grid.runs}
-    assert len(results["comparisons"]) == len(grid.comparisons)
