@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Side-by-side speed and accuracy of spaCy 3.8's dependency parser and kgparser
-# on UNTAGGED UD English-EWT (no gold UPOS/XPOS/FEATS at parse time).
+# on an UNTAGGED UD treebank (no gold UPOS/XPOS/FEATS at parse time; English-EWT
+# unless UD names another).
 #
 # spaCy is installed in its own virtual environment (never in kgparser's .venv),
 # trained as a parser-only CPU pipeline (`spacy init config --pipeline parser
-# --optimize efficiency`) on EWT train with the tag columns blanked, and both
-# parsers then parse EWT dev+test (about 50,000 words, tags blanked, gold
+# --optimize efficiency`) on the train file with the tag columns blanked, and both
+# parsers then parse dev+test (about 50,000 words for EWT, tags blanked, gold
 # tokenization and sentence segmentation) as whole processes on one thread.
-# kgparser scores both outputs.  Everything is written under $WORK.
+# kgparser scores both outputs, and each parser's parse of the test file alone.
+# Everything is written under $WORK.
 #
 #   experiments/bench_spacy.sh setup          # $WORK/venv with spacy==3.8.* (needs PyPI)
 #   experiments/bench_spacy.sh data           # train/dev .spacy, devtest.conllu, devtest.gold.conllu
@@ -19,6 +21,7 @@
 # `train` runs in the foreground and logs to $WORK/train.log; for the full run
 # start it with nohup.  Settings (environment variables, with defaults):
 #   UD=../shared/ud/UD_English-EWT   WORK=../spacy-bench   REPEATS=3
+#   SPACY_LANG=   spaCy's language code (default: the treebank's, e.g. en of en_ewt-ud-*.conllu)
 #   MAX_EPOCHS=8   MAX_STEPS=0 (no limit)  PATIENCE=1600  EVAL_FREQ=200   (spacy train budget:
 #       8 epochs = 3000 steps took 19 min wall, 14 min CPU on the 2-core machine busy with
 #       three other trainings; dev LAS was still rising: raise MAX_EPOCHS if time allows)
@@ -28,6 +31,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 UD=${UD:-$REPO/../shared/ud/UD_English-EWT}
+PREFIX=$(basename "$(ls "$UD"/*-ud-train.conllu)" -train.conllu)   # e.g. en_ewt-ud
+SPACY_LANG=${SPACY_LANG:-${PREFIX%%_*}}
 WORK=${WORK:-$(cd "$REPO/.." && pwd)/spacy-bench}
 KGPARSER=${KGPARSER:-$REPO/.venv/bin/kgparser}
 HELPER=$REPO/experiments/spacy_conllu.py
@@ -51,22 +56,23 @@ data() {
     mkdir -p "$WORK"
     # Training data with UPOS/XPOS/FEATS blanked: a parser-only pipeline does not
     # read them, but then nobody has to take that on trust.
-    "$PY" "$HELPER" strip "$UD/en_ewt-ud-train.conllu" "$WORK/train.conllu"
-    "$PY" "$HELPER" strip "$UD/en_ewt-ud-dev.conllu" "$WORK/dev.conllu"
+    "$PY" "$HELPER" strip "$UD/$PREFIX-train.conllu" "$WORK/train.conllu"
+    "$PY" "$HELPER" strip "$UD/$PREFIX-dev.conllu" "$WORK/dev.conllu"
     for split in train dev; do
         "$PY" -m spacy convert "$WORK/$split.conllu" "$WORK" --converter conllu -n "${N_SENTS:-1}"
     done
     # The benchmark text: dev + test, gold for scoring, and the parsers' input
     # with the tags and the gold tree (HEAD, DEPREL, DEPS) blanked.
-    cat "$UD/en_ewt-ud-dev.conllu" "$UD/en_ewt-ud-test.conllu" > "$WORK/devtest.gold.conllu"
+    cat "$UD/$PREFIX-dev.conllu" "$UD/$PREFIX-test.conllu" > "$WORK/devtest.gold.conllu"
     "$PY" "$HELPER" strip --tree "$WORK/devtest.gold.conllu" "$WORK/devtest.conllu"
+    "$PY" "$HELPER" strip --tree "$UD/$PREFIX-test.conllu" "$WORK/test.conllu"   # scored alone
     echo "devtest: $(words_in "$WORK/devtest.conllu") words"
 }
 
 train() {
     mkdir -p "$WORK"
     [ -f "$WORK/config.cfg" ] ||
-        "$PY" -m spacy init config --lang en --pipeline parser --optimize efficiency "$WORK/config.cfg"
+        "$PY" -m spacy init config --lang "$SPACY_LANG" --pipeline parser --optimize efficiency "$WORK/config.cfg"
     uptime | tee "$WORK/train.uptime"
     # `time` reports the whole training; spacy train prints its per-evaluation table.
     # With the kernel's autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled),
@@ -115,6 +121,13 @@ parse() {
         echo "no kgparser MODEL given: kgparser skipped (bench_spacy.sh parse path/to/best.pt)"
     fi
     uptime | tee -a "$WORK/parse/uptime"
+    # the test file alone (untimed): the accuracy figures of BENCHMARKS.md
+    "$PY" "$HELPER" parse "$WORK/model/model-best" "$WORK/test.conllu" "$WORK/parse/spacy-test.conllu" 2> /dev/null
+    echo "spacy, test alone: $("$KGPARSER" evaluate "$UD/$PREFIX-test.conllu" "$WORK/parse/spacy-test.conllu" | head -3 | tr '\n' ' ')"
+    if [ -n "$model" ]; then
+        "$KGPARSER" parse -m "$model" --threads 1 "$WORK/test.conllu" -o "$WORK/parse/kgparser-test.conllu" 2> /dev/null
+        echo "kgparser, test alone: $("$KGPARSER" evaluate "$UD/$PREFIX-test.conllu" "$WORK/parse/kgparser-test.conllu" | head -3 | tr '\n' ' ')"
+    fi
     "$WORK/venv/bin/python" - "$WORK/parse" "$words" "$model" <<'EOF'
 import json, os, sys
 d, words, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -141,5 +154,5 @@ EOF
 case "${1:-}" in
     setup|data|train) "$1" ;;
     parse) parse "${2:-}" ;;
-    *) sed -n '2,26p' "$0"; exit 2 ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
 esac

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Side-by-side speed and accuracy of UUParser and kgparser on UD English-EWT.
+# Side-by-side speed and accuracy of UUParser and kgparser on a UD treebank
+# (English-EWT unless UD says otherwise), with gold UPOS or without any tags.
 #
 # UUParser (de Lhoneux, Stymne & Nivre 2017; Smith et al. 2018) is the DyNet
 # BiLSTM parser that kgparser's arc-hybrid(+swap) models follow.  This script
 # installs release 2.4 from PyPI (the code of https://github.com/UppsalaNLP/uuparser)
-# in its own virtual environment, trains it on EWT train with gold UPOS,
-# scores the dev parse after every epoch, parses EWT test with a saved model,
-# and prints a table comparable with the kgparser figures in BENCHMARKS.md.
+# in its own virtual environment, trains it on the treebank's train file with
+# gold UPOS (TAGS=0: without tags, UUParser's own default), scores the dev
+# parse after every epoch, parses the test file with a saved model, and prints
+# a table comparable with the kgparser figures in BENCHMARKS.md.
 # No UUParser code is kept in this repository.
 #
 #   experiments/bench_uuparser.sh setup           # venv + dyNET38 + uuparser 2.4 (needs PyPI)
@@ -19,6 +21,8 @@
 # `train` runs in the foreground; for long runs start it with nohup and call
 # `table` while it runs.  Settings (environment variables, with defaults):
 #   UD=../shared/ud/UD_English-EWT   WORK=../uuparser-bench   EPOCHS=30
+#   TAGS=25   the UPOS embedding size; 0: no tags anywhere (the train, dev and test
+#             files are read with UPOS, XPOS and FEATS blanked, copies under $WORK/data)
 #   UUPARSER_SRC=                    a git checkout to install instead of PyPI's 2.4, e.g.
 #       git clone https://github.com/UppsalaNLP/uuparser && UUPARSER_SRC=$PWD/uuparser
 set -euo pipefail
@@ -28,8 +32,13 @@ UD=${UD:-$REPO/../shared/ud/UD_English-EWT}
 WORK=${WORK:-$REPO/../uuparser-bench}
 EPOCHS=${EPOCHS:-30}
 KGPARSER=${KGPARSER:-$REPO/.venv/bin/kgparser}
-MODELDIR=$WORK/ewt
+TAGS=${TAGS:-25}
+MODELDIR=$WORK/model
 LOG=$MODELDIR/uuparser.log           # loguru's DEBUG log, millisecond timestamps
+PREFIX=$(basename "$(ls "$UD"/*-ud-train.conllu)" -train.conllu)   # e.g. en_ewt-ud
+GOLD_DEV=$UD/$PREFIX-dev.conllu GOLD_TEST=$UD/$PREFIX-test.conllu
+DATA=$UD                             # what UUParser reads: the treebank, or its tagless copies
+[ "$TAGS" = 0 ] && DATA=$WORK/data
 
 # DyNet is single-threaded on CPU; pin the BLAS/OpenMP pools too, as kgparser's threads: 1.
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -44,17 +53,25 @@ setup() {
     "$WORK/venv/bin/pip" install --no-deps "${UUPARSER_SRC:-uuparser==2.4}"
 }
 
+tagless_copies() {   # TAGS=0: the three files with UPOS, XPOS and FEATS blanked
+    mkdir -p "$DATA"
+    for split in train dev test; do
+        python3 "$REPO/experiments/spacy_conllu.py" strip "$UD/$PREFIX-$split.conllu" "$DATA/$PREFIX-$split.conllu"
+    done
+}
+
 # UUParser's defaults (arc-hybrid + swap, static-dynamic oracle, 100-d words,
 # 500-d characters through a 100-d char BiLSTM, 2 x 125 BiLSTM, MLP 100) plus
-# 25-d UPOS embeddings: its default --pos-emb-size is 0 (no tags).
+# TAGS-d UPOS embeddings: its default --pos-emb-size is 0 (no tags).
 uuparser_train() {
-    uuparser --trainfile "$UD/en_ewt-ud-train.conllu" --devfile "$UD/en_ewt-ud-dev.conllu" \
-        --outdir "$MODELDIR" --epochs "$EPOCHS" --pos-emb-size 25 \
+    uuparser --trainfile "$DATA/$PREFIX-train.conllu" --devfile "$DATA/$PREFIX-dev.conllu" \
+        --outdir "$MODELDIR" --epochs "$EPOCHS" --pos-emb-size "$TAGS" \
         --dynet-seed 1 --dynet-mem 2000 --logfile "$LOG" "$@"
 }
 
 train() {
     mkdir -p "$WORK"
+    [ "$TAGS" = 0 ] && tagless_copies
     uptime > "$WORK/train.uptime"
     uuparser_train
 }
@@ -80,7 +97,7 @@ words_in() {   # syntactic words of a CoNLL-U file (integer IDs only)
 
 parse() {
     local epoch=${1:-$(latest_epoch)}
-    local out=$WORK/test-epoch$epoch test=$UD/en_ewt-ud-test.conllu start end
+    local out=$WORK/test-epoch$epoch test=$DATA/$PREFIX-test.conllu start end
     mkdir -p "$out"
     uptime | tee "$out/uptime"
     start=$(date +%s.%N)
@@ -100,14 +117,14 @@ written = stamp([l for l in lines if "Writing to" in l][-1])
 print(f"test words {words}; whole command {end - start:.1f} s ({words / (end - start):.0f} tokens/s); "
       f"parsing after the model is loaded {written - loaded:.1f} s ({words / (written - loaded):.0f} tokens/s)")
 EOF
-    "$KGPARSER" evaluate "$test" "$out/out.conllu"
+    "$KGPARSER" evaluate "$GOLD_TEST" "$out/out.conllu"
 }
 
 # Per epoch from the log: training = Train() alone (after the train file is
 # read), dev parse = "Predicting on dev data" to the written dev file.
 table() {
-    python3 - "$LOG" "$MODELDIR" "$(words_in "$UD/en_ewt-ud-train.conllu")" \
-        "$(words_in "$UD/en_ewt-ud-dev.conllu")" "$UD/en_ewt-ud-dev.conllu" "$KGPARSER" <<'EOF'
+    python3 - "$LOG" "$MODELDIR" "$(words_in "$UD/$PREFIX-train.conllu")" \
+        "$(words_in "$GOLD_DEV")" "$GOLD_DEV" "$KGPARSER" <<'EOF'
 import json, re, subprocess, sys
 from datetime import datetime
 log, modeldir, train_words, dev_words, dev_gold, kgparser = sys.argv[1:]
@@ -140,5 +157,5 @@ EOF
 case "${1:-}" in
     setup|train|resume|table) "$1" ;;
     parse) parse "${2:-}" ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    *) sed -n '2,26p' "$0"; exit 2 ;;
 esac
