@@ -99,6 +99,7 @@ parse() {
     local epoch=${1:-$(latest_epoch)}
     local out=$WORK/test-epoch$epoch test=$DATA/$PREFIX-test.conllu start end
     mkdir -p "$out"
+    rm -f "$out/uuparser.log"   # loguru appends: a second parse would read the first one's times
     uptime | tee "$out/uptime"
     start=$(date +%s.%N)
     TIMEFORMAT="uuparser --predict: %R s wall, %U s user + %S s system CPU"
