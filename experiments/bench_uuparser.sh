@@ -158,5 +158,5 @@ EOF
 case "${1:-}" in
     setup|train|resume|table) "$1" ;;
     parse) parse "${2:-}" ;;
-    *) sed -n '2,26p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
 esac
