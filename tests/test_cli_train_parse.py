@@ -27,8 +27,10 @@ def test_train_parse_evaluate(tmp_path, capsys):
     assert "best dev LAS" in capsys.readouterr().out
     model = str(tmp_path / "run" / "best.pt")
     output = tmp_path / "pred.conllu"
+    torch.set_num_threads(2)
     assert main(["parse", "--model", model, str(tmp_path / "dev.conllu"), "-o", str(output)]) == 0
     assert "parsed 3 sentences" in capsys.readouterr().err
+    assert torch.get_num_threads() == 1, "parse runs on one thread unless --threads says otherwise"
     assert main(["parse", "--model", model, str(tmp_path / "dev.conllu")]) == 0
     assert capsys.readouterr().out == output.read_text(encoding="utf-8")
     assert main(["evaluate", str(tmp_path / "dev.conllu"), str(output), "--json"]) == 0

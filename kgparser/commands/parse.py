@@ -24,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: on a machine busy with other jobs, several threads stall each "
+                             "other at every LSTM step; 0: torch's choice, one per core)")
     parser.add_argument("--lenient", action="store_true",
                         help="skip sentences that cannot be read (counted on stderr; they are missing from the "
                              "output unless --keep-skipped). A file that cannot be read to its end, such as a "
