@@ -246,8 +246,10 @@ class Config:
     output_dir: str = "runs/default"
     seed: int = 1
     device: str = "cpu"
-    #: torch intra-op threads (0: leave torch's default)
-    threads: int = 0
+    #: torch intra-op threads (0: leave torch's default, one per core; with other jobs on the
+    #: cores, several threads stall each other at every LSTM step: BENCHMARKS.md, "Parsing on a
+    #: busy machine")
+    threads: int = 1
     data: DataConfig = field(default_factory=DataConfig)
     system: SystemConfig = field(default_factory=SystemConfig)
     model: ModelConfig = field(default_factory=ModelConfig)

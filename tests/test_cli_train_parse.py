@@ -15,7 +15,7 @@ def write_config(tmp_path, extra: str = "") -> str:
     (tmp_path / "dev.conllu").write_text(tiny_conllu(3, seed=5), encoding="utf-8")
     model = "\n".join(f"  {k}: {v}" for k, v in TINY_MODEL.items())
     path = tmp_path / "exp.yaml"
-    path.write_text(f"output_dir: {tmp_path / 'run'}\nthreads: 1\n"
+    path.write_text(f"output_dir: {tmp_path / 'run'}\n"
                     f"data:\n  train: train.conllu\n  dev: dev.conllu\nmodel:\n{model}\n"
                     f"training:\n  epochs: 1\n  batch_size: 4\n  tensorboard: false\n{extra}", encoding="utf-8")
     return str(path)
@@ -23,7 +23,9 @@ def write_config(tmp_path, extra: str = "") -> str:
 
 def test_train_parse_evaluate(tmp_path, capsys):
     config = write_config(tmp_path)
+    torch.set_num_threads(2)
     assert main(["train", config, "--quiet", "--set", "training.epochs=2"]) == 0
+    assert torch.get_num_threads() == 1, "one thread unless the config's threads says otherwise"
     assert "best dev LAS" in capsys.readouterr().out
     model = str(tmp_path / "run" / "best.pt")
     output = tmp_path / "pred.conllu"
