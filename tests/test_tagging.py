@@ -184,7 +184,7 @@ def test_trainer_adds_the_weighted_tagging_loss_per_scored_state():
     stats = EpochStats(scored=5)
     loss = trainer._with_tagging_loss(torch.tensor(2.0), scores, examples, stats)
     assert torch.allclose(loss, 2.0 + 0.5 * summed / 5)
-    assert stats.tagged == words == sum(s.n for s in sentences) and stats.tag_loss == pytest.approx(float(summed))
+    assert stats.tagged == words == sum(s.n for s in sentences) and stats.tag_loss == pytest.approx(float(summed.detach()))
     assert trainer._with_tagging_loss(None, {}, examples, EpochStats()) is None
 
 
