@@ -7,14 +7,11 @@ from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.parser import CheckpointError, DecodingConstraint, Parser
 from kgparser.training import train
-from test_model import TINY_MODEL, tiny_conllu
+from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 
-# These tiny models read gold UPOS and the inputs here have none, or are longer than
-# anything in training: those warnings are tested in test_tagging.py and test_parse_safety.py.
-pytestmark = pytest.mark.filterwarnings("ignore::kgparser.tagging.TagWarning",
-                                        "ignore::kgparser.parser.LongSentenceWarning")
+pytestmark = IGNORE_TINY_MODEL_WARNINGS
 
 
 @pytest.fixture(scope="module")

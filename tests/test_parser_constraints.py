@@ -17,14 +17,11 @@ from kgparser.parser import ConstraintWarning, DecodingConstraint, DecodingError
 from kgparser.tree_repair import to_valid_tree
 from kgparser.training import train
 from kgparser.transitions.trees import children, random_projective_tree
-from test_model import TINY_MODEL, tiny_conllu
+from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 
-# These tiny models read gold UPOS and the inputs here have none, or are longer than
-# anything in training: those warnings are tested in test_tagging.py and test_parse_safety.py.
-pytestmark = pytest.mark.filterwarnings("ignore::kgparser.tagging.TagWarning",
-                                        "ignore::kgparser.parser.LongSentenceWarning")
+pytestmark = IGNORE_TINY_MODEL_WARNINGS
 
 LABELS = ("nsubj", "obj", "amod", "advmod")
 
