@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -133,99 +133,109 @@ class Trainer:
     def train_batch(self, examples: Sequence[Example], explore: bool, rng: random.Random,
                     np_rng: np.random.Generator) -> EpochStats:
         """One update on a batch; ``explore`` enables error exploration."""
-        model, system, network = self.model, self.system, self.model.network
-        cfg = self.config.training
+        model, network = self.model, self.model.network
         stats = EpochStats(sentences=len(examples), tokens=sum(e.sentence.n for e in examples))
         network.train()
         inputs = model.inputs([e.sentence for e in examples], rng=np_rng, given_tags=False)
         if self.synchronize is not None:
             self.synchronize.batch_started(inputs)
-        offsets, pad = inputs["offsets"], inputs["pad_row"]
         vectors, tag_scores = network.encode_all(inputs)
         projected = network.project(vectors)
-        detached = projected.detach()
-        mode = cfg.oracle
-        modes, statics, dynamics = [], [], []
-        for e in examples:
-            # trees the system cannot build get here only with `unbuildable: dynamic`
-            sentence_mode = mode if e.buildable else DYNAMIC
-            modes.append(sentence_mode)
-            statics.append(system.static_oracle(e.heads) if sentence_mode in (STATIC, STATIC_DYNAMIC) else None)
-            dynamics.append(system.dynamic_oracle(e.heads) if sentence_mode != STATIC else None)
-        exploring = [explore and m != STATIC for m in modes]
-        states = [system.initial_state(e.sentence.n) for e in examples]
-        live = [i for i, s in enumerate(states) if not system.is_final(s)]
-        arc_actions, transitions = model.arc_actions, model.transitions
-        n_transitions = len(transitions)
-        margin = cfg.margin
-        pending: list[tuple[torch.Tensor, np.ndarray]] = []  # (step rows, violated states) per step
-        loss_correct: list[int] = []
-        loss_wrong: list[int] = []
-        clock = time.perf_counter
-        while live:
-            scored, rows, legal_sets, correct_sets, fixed = [], [], [], [], []
-            for i in live:
-                state = states[i]
-                legal = system.legal_actions(state)
-                stats.transitions += 1
-                if len(legal) == 1 and legal[0] not in arc_actions:
-                    system.apply(state, legal[0])
-                    continue
-                started = clock()
-                correct, follow = self._correct_columns(state, modes[i], statics[i], dynamics[i], examples[i])
-                stats.oracle_seconds += clock() - started
-                scored.append(i)
-                legal_sets.append(legal)
-                correct_sets.append(correct)
-                fixed.append(follow)
-                state_rows(model, state, offsets[i], pad, rows)
-            if not scored:
-                live = [i for i in live if not system.is_final(states[i])]
-                continue
-            count = len(scored)
-            step_rows = flat_rows(model, rows, count)
-            with torch.no_grad():
-                scores = network.scores(network.hidden(detached, step_rows), model.transition_action,
-                                        model.transition_label).cpu().numpy()
-            if not np.isfinite(scores).all():
-                raise Diverged("the model's transition scores are not finite (NaN or inf)")
-            legal_actions = np.array([[a in legal for a in model.actions] for legal in legal_sets], dtype=bool)
-            legal_mask = legal_actions[:, model.transition_action_np]
-            correct_mask = np.zeros((count, n_transitions), dtype=bool)
-            correct_mask[[j for j, cols in enumerate(correct_sets) for _ in cols],
-                         [c for cols in correct_sets for c in cols]] = True
-            best_correct = np.where(correct_mask, scores, -np.inf).argmax(1)
-            wrong_mask = legal_mask & ~correct_mask
-            wrong_scores = np.where(wrong_mask, scores, -np.inf)
-            best_wrong = wrong_scores.argmax(1)
-            has_wrong = wrong_mask.any(1)
-            position = np.arange(count)
-            correct_score = scores[position, best_correct]
-            wrong_score = scores[position, best_wrong]
-            violated = np.flatnonzero(has_wrong & (margin - correct_score + wrong_score > 0))
-            if len(violated):
-                pending.append((step_rows, violated))
-                loss_correct.extend(best_correct[violated].tolist())
-                loss_wrong.extend(best_wrong[violated].tolist())
-            stats.scored += count
-            for j, i in enumerate(scored):
-                column = fixed[j]
-                if column < 0:
-                    column = int(best_correct[j])
-                    if exploring[i] and has_wrong[j]:
-                        wrong, w_score = int(best_wrong[j]), float(wrong_score[j])
-                        if modes[i] == STATIC_DYNAMIC and self.static_columns[wrong]:
-                            wrong, w_score = self._best_non_static(scores[j], wrong_mask[j])
-                        column = self.policy.choose(column, float(correct_score[j]), wrong, w_score, rng)
-                if not correct_mask[j, column]:
-                    stats.wrong_followed += 1
-                action, label = transitions[column]
-                system.apply(states[i], action, label)
-            live = [i for i in live if not system.is_final(states[i])]
-        stats.oracle_fallbacks = sum(getattr(oracle, "fallbacks", 0) for oracle in dynamics if oracle)
-        loss = self._batch_loss(projected, pending, loss_correct, loss_wrong, margin, stats)
+        oracles = [self._oracle(e) for e in examples]
+        hinges = _HingeTerms()
+        self._advance(examples, oracles, inputs, projected.detach(), explore, rng, hinges, stats)
+        stats.oracle_fallbacks = sum(getattr(oracle.dynamic, "fallbacks", 0) for oracle in oracles if oracle.dynamic)
+        loss = self._batch_loss(projected, hinges, stats)
         self._update(self._with_tagging_loss(loss, tag_scores, examples, stats))
         return stats
+
+    def _oracle(self, example: Example) -> "_SentenceOracle":
+        """The oracles one sentence trains with (``STATIC``: the static oracle alone)."""
+        # trees the system cannot build get here only with `unbuildable: dynamic`
+        mode = self.config.training.oracle if example.buildable else DYNAMIC
+        static = self.system.static_oracle(example.heads) if mode in (STATIC, STATIC_DYNAMIC) else None
+        dynamic = self.system.dynamic_oracle(example.heads) if mode != STATIC else None
+        return _SentenceOracle(mode, static, dynamic)
+
+    def _advance(self, examples: Sequence[Example], oracles: list["_SentenceOracle"], inputs: dict,
+                 detached: torch.Tensor, explore: bool, rng: random.Random, hinges: "_HingeTerms",
+                 stats: EpochStats) -> None:
+        """Run every sentence's parser state to its end in lock-step, recording the
+        hinge terms of the states with a choice (scored by one MLP call per step)."""
+        system = self.system
+        states = [system.initial_state(e.sentence.n) for e in examples]
+        live = [i for i, s in enumerate(states) if not system.is_final(s)]
+        while live:
+            step = self._step(live, states, oracles, examples, inputs, stats)
+            if step.scored:
+                choice = self._compare(detached, step, hinges, stats)
+                self._follow(step, choice, states, oracles, explore, rng, stats)
+            live = [i for i in live if not system.is_final(states[i])]
+
+    def _step(self, live: list[int], states: list, oracles: list["_SentenceOracle"],
+              examples: Sequence[Example], inputs: dict, stats: EpochStats) -> "_Step":
+        """The live states with a choice and their correct transitions; states with
+        one legal action that builds no arc take it without being scored."""
+        system, model = self.system, self.model
+        step = _Step()
+        for i in live:
+            state = states[i]
+            legal = system.legal_actions(state)
+            stats.transitions += 1
+            if len(legal) == 1 and legal[0] not in model.arc_actions:
+                system.apply(state, legal[0])
+                continue
+            started = time.perf_counter()
+            correct, follow = self._correct_columns(state, oracles[i], examples[i])
+            stats.oracle_seconds += time.perf_counter() - started
+            step.scored.append(i)
+            step.legal.append(legal)
+            step.correct.append(correct)
+            step.follow.append(follow)
+            state_rows(model, state, inputs["offsets"][i], inputs["pad_row"], step.rows)
+        return step
+
+    def _compare(self, detached: torch.Tensor, step: "_Step", hinges: "_HingeTerms",
+                 stats: EpochStats) -> "_Choice":
+        """Score the step's states without gradients; record the hinge terms above zero."""
+        model, network = self.model, self.model.network
+        count = len(step.scored)
+        step_rows = flat_rows(model, step.rows, count)
+        with torch.no_grad():
+            scores = network.scores(network.hidden(detached, step_rows), model.transition_action,
+                                    model.transition_label).cpu().numpy()
+        if not np.isfinite(scores).all():
+            raise Diverged("the model's transition scores are not finite (NaN or inf)")
+        legal_actions = np.array([[a in legal for a in model.actions] for legal in step.legal], dtype=bool)
+        correct_mask = np.zeros((count, len(model.transitions)), dtype=bool)
+        correct_mask[[j for j, cols in enumerate(step.correct) for _ in cols],
+                     [c for cols in step.correct for c in cols]] = True
+        choice = _Choice(scores, legal_actions[:, model.transition_action_np], correct_mask)
+        violated = np.flatnonzero(choice.has_wrong & (self.config.training.margin - choice.correct_score
+                                                      + choice.wrong_score > 0))
+        if len(violated):
+            hinges.add(step_rows, violated, choice)
+        stats.scored += count
+        return choice
+
+    def _follow(self, step: "_Step", choice: "_Choice", states: list, oracles: list["_SentenceOracle"],
+                explore: bool, rng: random.Random, stats: EpochStats) -> None:
+        """Apply each scored state's transition: the oracle's where it fixes one, else
+        the best-scored correct one or, exploring, the exploration policy's pick."""
+        for j, i in enumerate(step.scored):
+            column = step.follow[j]
+            if column < 0:
+                column = int(choice.best_correct[j])
+                mode = oracles[i].mode
+                if explore and mode != STATIC and choice.has_wrong[j]:
+                    wrong, w_score = int(choice.best_wrong[j]), float(choice.wrong_score[j])
+                    if mode == STATIC_DYNAMIC and self.static_columns[wrong]:
+                        wrong, w_score = self._best_non_static(choice.scores[j], choice.wrong_mask[j])
+                    column = self.policy.choose(column, float(choice.correct_score[j]), wrong, w_score, rng)
+            if not choice.correct_mask[j, column]:
+                stats.wrong_followed += 1
+            action, label = self.model.transitions[column]
+            self.system.apply(states[i], action, label)
 
     def _update(self, loss: torch.Tensor | None) -> None:
         """One optimizer step on ``loss`` (none without a loss, unless the
@@ -249,19 +259,19 @@ class Trainer:
         column = int(candidates.argmax())
         return (column, float(candidates[column])) if math.isfinite(candidates[column]) else (-1, 0.0)
 
-    def _batch_loss(self, projected: torch.Tensor, pending: list, correct: list[int], wrong: list[int],
-                    margin: float, stats: EpochStats) -> torch.Tensor | None:
+    def _batch_loss(self, projected: torch.Tensor, hinges: "_HingeTerms", stats: EpochStats) -> torch.Tensor | None:
         """Sum of the recorded hinge terms, recomputed with gradients in one MLP call,
         divided by the number of scored states."""
-        if not correct:
+        if not hinges.correct:
             return None
         network, model = self.model.network, self.model
         rows = torch.cat([step_rows.index_select(0, torch.from_numpy(which).to(step_rows.device))
-                          for step_rows, which in pending])
+                          for step_rows, which in hinges.pending])
         scores = network.scores(network.hidden(projected, rows), model.transition_action, model.transition_label)
-        index = torch.arange(len(correct), device=scores.device)
-        correct_t = torch.tensor(correct, device=scores.device)
-        wrong_t = torch.tensor(wrong, device=scores.device)
+        index = torch.arange(len(hinges.correct), device=scores.device)
+        correct_t = torch.tensor(hinges.correct, device=scores.device)
+        wrong_t = torch.tensor(hinges.wrong, device=scores.device)
+        margin = self.config.training.margin
         hinge = torch.clamp(margin - scores[index, correct_t] + scores[index, wrong_t], min=0.0)
         total = hinge.sum()
         if not torch.isfinite(total):
@@ -286,9 +296,10 @@ class Trainer:
         weighted = self.config.model.tagger.loss_weight * total / max(stats.scored, 1)
         return weighted if loss is None else loss + weighted
 
-    def _correct_columns(self, state, mode: str, static, dynamic, example: Example) -> tuple[list[int], int]:
+    def _correct_columns(self, state, oracle: "_SentenceOracle", example: Example) -> tuple[list[int], int]:
         """Columns of the correct transitions and, when the oracle fixes it, the one to follow (else -1)."""
         columns = self.model.action_columns
+        mode, static, dynamic = oracle.mode, oracle.static, oracle.dynamic
         if mode == STATIC:
             action = static.next_action(state)
             column = self._column(state, action, example)
@@ -312,3 +323,56 @@ class Trainer:
             return first + max(example.labels[dependent], 0)
         return first
 
+
+
+@dataclass
+class _SentenceOracle:
+    """How one sentence is taught: its mode and the oracles that mode reads."""
+
+    mode: str
+    static: object
+    dynamic: object
+
+
+@dataclass
+class _Step:
+    """The states of one lock-step that have a choice: their batch indices, legal
+    actions, correct columns, the column the oracle fixes (-1: none) and their
+    feature rows."""
+
+    scored: list[int] = field(default_factory=list)
+    legal: list[list[str]] = field(default_factory=list)
+    correct: list[list[int]] = field(default_factory=list)
+    follow: list[int] = field(default_factory=list)
+    rows: list = field(default_factory=list)
+
+
+class _Choice:
+    """The best correct and the best wrong (legal, not correct) transition of each
+    scored state, and their scores."""
+
+    def __init__(self, scores: np.ndarray, legal_mask: np.ndarray, correct_mask: np.ndarray):
+        self.scores = scores
+        self.correct_mask = correct_mask
+        self.wrong_mask = legal_mask & ~correct_mask
+        self.best_correct = np.where(correct_mask, scores, -np.inf).argmax(1)
+        self.best_wrong = np.where(self.wrong_mask, scores, -np.inf).argmax(1)
+        self.has_wrong = self.wrong_mask.any(1)
+        position = np.arange(len(scores))
+        self.correct_score = scores[position, self.best_correct]
+        self.wrong_score = scores[position, self.best_wrong]
+
+
+@dataclass
+class _HingeTerms:
+    """The batch's violated states: per step its feature rows and the violated
+    positions, and per violated state its best correct and best wrong column."""
+
+    pending: list[tuple[torch.Tensor, np.ndarray]] = field(default_factory=list)
+    correct: list[int] = field(default_factory=list)
+    wrong: list[int] = field(default_factory=list)
+
+    def add(self, step_rows: torch.Tensor, violated: np.ndarray, choice: _Choice) -> None:
+        self.pending.append((step_rows, violated))
+        self.correct.extend(choice.best_correct[violated].tolist())
+        self.wrong.extend(choice.best_wrong[violated].tolist())
