@@ -256,52 +256,64 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
     for d in range(2, m + 1):
         for i in range(max(0, ell - d), m - d + 1):
             j = i + d
-            buffer_only = i >= ell
-            bases: dict[int, dict] = {}
-            shared: dict | None = {} if buffer_only else None
-            work = 1
-            # split points (lines 10-12): i + 1, then every k >= ℓ; i + 1 < k < ℓ
-            # would use items that skip the configuration
-            for k in (i + 1, *range(max(i + 2, ell), j)):
-                (left, left_shared), right = table[i][k], table[k][j]
-                if not (right[0] or right[1]):
-                    continue
-                if buffer_only:
-                    if left_shared:
-                        work += _extend_buffer(BASE, left_shared, right, shared, gold_pos, doomed, i, bound)
-                    for h1 in linked[i][j]:
-                        pairs = left.get(h1, left_shared)
-                        if pairs:
-                            out = bases.get(h1)
-                            if out is None:
-                                out = bases[h1] = {}
-                            work += _extend_buffer(h1, pairs, right, out, gold_pos, doomed, i, bound)
-                else:
-                    for h1, pairs in left.items():
-                        out = bases.get(h1)
-                        if out is None:
-                            out = bases[h1] = {}
-                        work += _extend(h1, pairs, right, out, gold_pos, doomed, bound)
+            bases, shared, work = _combine(table, i, j, ell, linked, gold_pos, doomed, bound)
             owed_here = owed[i][j] if owed else 0
-            if buffer_only:
-                # the linked h1 keep their (maybe empty) items: they differ from the shared ones
-                if owed_here:
-                    bases = {h1: _within_bound(bases.get(h1, {}), gold_pos, dependents, i, 0, j, owed_here,
-                                               bound)
-                             for h1 in linked[i][j]}
-                    shared = _within_bound(shared, gold_pos, dependents, i, 0, j, owed_here, bound)
-                else:
-                    for h1 in linked[i][j]:
-                        bases.setdefault(h1, {})
-            elif owed_here:  # an h1 without items would only cost lookups later
-                lo = max(i - 1, 0)
-                bases = {h1: kept for h1, pairs in bases.items()
-                         if (kept := _within_bound(pairs, gold_pos, dependents, lo, lo, j, owed_here, bound))}
-            else:
-                bases = {h1: pairs for h1, pairs in bases.items() if pairs}
+            table[i][j] = _pruned(bases, shared, i, j, ell, linked, gold_pos, dependents, owed_here, bound)
             budget.spend(work)
-            table[i][j] = (bases, shared)
     return table[0][m][0].get(BOTTOM, {}).get((BOTTOM, 0))
+
+
+def _combine(table: list[list[Cell | None]], i: int, j: int, ell: int, linked, gold_pos: list[int],
+             doomed: list[bool], bound: int) -> tuple[dict[int, dict], dict | None, int]:
+    """Cell ``T[i][j]`` before pruning (Algorithm 1, lines 7-12), with the work it took.
+
+    Split points: ``i + 1``, then every ``k >= ℓ``; ``i + 1 < k < ℓ`` would use
+    items that skip the configuration."""
+    buffer_only = i >= ell
+    bases: dict[int, dict] = {}
+    shared: dict | None = {} if buffer_only else None
+    work = 1
+    for k in (i + 1, *range(max(i + 2, ell), j)):
+        (left, left_shared), right = table[i][k], table[k][j]
+        if not (right[0] or right[1]):
+            continue
+        if buffer_only:
+            if left_shared:
+                work += _extend_buffer(BASE, left_shared, right, shared, gold_pos, doomed, i, bound)
+            for h1 in linked[i][j]:
+                pairs = left.get(h1, left_shared)
+                if pairs:
+                    out = bases.get(h1)
+                    if out is None:
+                        out = bases[h1] = {}
+                    work += _extend_buffer(h1, pairs, right, out, gold_pos, doomed, i, bound)
+        else:
+            for h1, pairs in left.items():
+                out = bases.get(h1)
+                if out is None:
+                    out = bases[h1] = {}
+                work += _extend(h1, pairs, right, out, gold_pos, doomed, bound)
+    return bases, shared, work
+
+
+def _pruned(bases: dict[int, dict], shared: dict | None, i: int, j: int, ell: int, linked,
+            gold_pos: list[int], dependents: list[list[int]], owed_here: int, bound: int) -> Cell:
+    """Cell ``T[i][j]`` keeping only the items :func:`_within_bound` allows."""
+    if i >= ell:
+        # the linked h1 keep their (maybe empty) items: they differ from the shared ones
+        if owed_here:
+            bases = {h1: _within_bound(bases.get(h1, {}), gold_pos, dependents, i, 0, j, owed_here, bound)
+                     for h1 in linked[i][j]}
+            shared = _within_bound(shared, gold_pos, dependents, i, 0, j, owed_here, bound)
+        else:
+            for h1 in linked[i][j]:
+                bases.setdefault(h1, {})
+        return bases, shared
+    if owed_here:  # an h1 without items would only cost lookups later
+        lo = max(i - 1, 0)
+        return {h1: kept for h1, pairs in bases.items()
+                if (kept := _within_bound(pairs, gold_pos, dependents, lo, lo, j, owed_here, bound))}, shared
+    return {h1: pairs for h1, pairs in bases.items() if pairs}, shared
 
 
 def _gold_dependents(gold_pos: list[int]) -> list[list[int]]:
