@@ -193,32 +193,43 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
                 if start % table_span == 0 and model.config.model.char_dim:
                     char_table = model.char_table([sentences[i] for i in order[start:start + table_span]])
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
-                failed: list = []
-                decoder = _BatchDecoder(model, [sentences[i] for i in chosen], batch_constraints, failed,
-                                        with_tags=tags is not None, char_table=char_table)
-                try:
-                    states = decoder.run()
-                except DecodingError as error:
-                    raise type(error)(chosen[error.index], error.problem) from None
-                if tags is not None:
-                    for i, predicted in zip(chosen, decoder.tags):
-                        tags[i] = predicted
+                trees, batch_tags, failed = _decode_batch(model, sentences, chosen, batch_constraints, choice,
+                                                          tags is not None, char_table)
                 for j in failed:
                     if unsatisfiable is None:
                         raise ConstraintError(f"sentence {chosen[j] + 1}: no projective tree satisfies "
                                               f"its constraints")
                     unsatisfiable.append(chosen[j])
-                probed = decoder.arc_scores() if choice == "scored" else [None] * len(states)
-                for j, (i, state) in enumerate(zip(chosen, states)):
-                    constraint = batch_constraints[j] if batch_constraints else None
-                    if constraint is not None:
-                        results[i] = to_valid_tree(state.heads, state.labels, constraint.preferred_roots,
-                                                   "first" if choice == "scored" else choice)
-                    else:
-                        results[i] = to_valid_tree(state.heads, state.labels, None, choice, probed[j])
+                for j, i in enumerate(chosen):
+                    results[i] = trees[j]
+                    if tags is not None:
+                        tags[i] = batch_tags[j]
     finally:
         network.train(was_training)
     return results
+
+
+def _decode_batch(model: Model, sentences: Sequence, chosen: list[int], constraints: list | None, choice: str,
+                  with_tags: bool, char_table) -> tuple[list, list, list[int]]:
+    """The valid trees of the sentences at positions ``chosen`` (in that order),
+    their predicted tags, and the batch positions whose constraints no tree satisfies."""
+    failed: list[int] = []
+    decoder = _BatchDecoder(model, [sentences[i] for i in chosen], constraints, failed,
+                            with_tags=with_tags, char_table=char_table)
+    try:
+        states = decoder.run()
+    except DecodingError as error:
+        raise type(error)(chosen[error.index], error.problem) from None
+    probed = decoder.arc_scores() if choice == "scored" else [None] * len(states)
+    trees = []
+    for j, state in enumerate(states):
+        constraint = constraints[j] if constraints else None
+        if constraint is not None:
+            trees.append(to_valid_tree(state.heads, state.labels, constraint.preferred_roots,
+                                       "first" if choice == "scored" else choice))
+        else:
+            trees.append(to_valid_tree(state.heads, state.labels, None, choice, probed[j]))
+    return trees, decoder.tags, failed
 
 
 class _BatchDecoder:
