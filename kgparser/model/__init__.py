@@ -115,6 +115,32 @@ class Model:
         hold every form of the batch), else computes them for the batch."""
         cfg = self.config.model
         width = max(s.n for s in sentences) + 1
+        words, tags, ext = self._index_arrays(sentences, width)
+        if rng is not None:
+            self._drop_inputs(words, tags, rng)
+        sizes = [s.n + 1 for s in sentences]
+        offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        token_rows = np.concatenate([np.arange(size) + i * width for i, size in enumerate(sizes)])
+        reverse = np.tile(np.arange(width, dtype=np.int64), (len(sentences), 1))
+        for i, size in enumerate(sizes):
+            reverse[i, :size] = reverse[i, size - 1::-1]
+        device = self.device
+        out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
+               "tag_given": torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
+               "reverse": torch.from_numpy(reverse).to(device),
+               "token_rows": torch.from_numpy(token_rows).to(device),
+               "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
+        if ext is not None:
+            out["ext"] = torch.from_numpy(ext).to(device)
+        if cfg.char_dim:
+            out.update(self._char_inputs(sentences, width, char_table))
+        return out
+
+    def _index_arrays(self, sentences: Sequence, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Word, tag and (with external vectors) external-word ids, one padded row per
+        sentence, ROOT first."""
+        cfg = self.config.model
         batch = len(sentences)
         words = np.zeros((batch, width), dtype=np.int64)
         tags = np.zeros((batch, width), dtype=np.int64)
@@ -130,30 +156,18 @@ class Model:
             if ext is not None:
                 ext[i, 0] = EXT_UNK
                 ext[i, 1:n + 1] = [lookup_id(self.ext_index, f, EXT_UNK) for f in sentence.forms]
-        if rng is not None and cfg.word_dropout > 0:
+        return words, tags, ext
+
+    def _drop_inputs(self, words: np.ndarray, tags: np.ndarray, rng: np.random.Generator) -> None:
+        """Word dropout (a word seen ``c`` times becomes UNK with probability a/(c+a);
+        Kiperwasser & Goldberg 2016, implementation details) and tag dropout, in place."""
+        cfg = self.config.model
+        if cfg.word_dropout > 0:
             alpha = cfg.word_dropout
             drop = rng.random(words.shape) < alpha / (self.word_counts[words] + alpha)
             words[drop & (words > ROOT_ID)] = UNK_ID
-        if rng is not None and cfg.pos_dropout > 0:
+        if cfg.pos_dropout > 0:
             tags[(rng.random(tags.shape) < cfg.pos_dropout) & (tags > ROOT_ID)] = UNK_ID
-        sizes = [s.n + 1 for s in sentences]
-        offsets = np.zeros(batch + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        token_rows = np.concatenate([np.arange(size) + i * width for i, size in enumerate(sizes)])
-        reverse = np.tile(np.arange(width, dtype=np.int64), (batch, 1))
-        for i, size in enumerate(sizes):
-            reverse[i, :size] = reverse[i, size - 1::-1]
-        device = self.device
-        out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
-               "tag_given": torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
-               "reverse": torch.from_numpy(reverse).to(device),
-               "token_rows": torch.from_numpy(token_rows).to(device),
-               "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
-        if ext is not None:
-            out["ext"] = torch.from_numpy(ext).to(device)
-        if cfg.char_dim:
-            out.update(self._char_inputs(sentences, width, char_table))
-        return out
 
     def _char_inputs(self, sentences: Sequence, width: int, table: CharTable | None = None) -> dict:
         """Each padded position's row of the character vectors: of ``table`` where
