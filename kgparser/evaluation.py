@@ -278,33 +278,9 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
         scored = [d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"]
         scores.excluded_punct += gold.n - len(scored)
         for d in scored:
-            gold_head, pred_head = gold.heads[d], pred.heads[d]
-            gold_label, pred_label = gold.deprels[d], pred.deprels[d]
-            if gold_head < 0 or gold_label is None:
-                raise EvaluationError(f"{gold.source}:{gold.line}: gold word {d} has no HEAD or DEPREL")
-            head_ok = pred_head == gold_head and pred_head >= 0
-            label_ok = pred_label == gold_label and pred_label is not None
-            universal_ok = pred_label is not None and universal_label(pred_label) == universal_label(gold_label)
-            scores.words += 1
-            scores.correct_heads += head_ok
-            scores.correct_labels += label_ok
-            scores.correct_labeled += head_ok and label_ok
-            scores.correct_labeled_universal += head_ok and universal_ok
+            head_ok, label_ok = _score_word(scores, per_label, per_distance, gold, pred, d, gold_has_feats)
             complete_unlabeled &= head_ok
             complete_labeled &= head_ok and label_ok
-            _count_tags(scores, gold, pred, d - 1, gold_has_feats)
-            per_label.setdefault(gold_label, PRF()).gold += 1
-            if pred_label is not None:
-                per_label.setdefault(pred_label, PRF()).predicted += 1
-            if head_ok and label_ok:
-                per_label[gold_label].correct += 1
-            gold_bucket = distance_bucket(gold_head, d)
-            per_distance.setdefault(gold_bucket, PRF()).gold += 1
-            pred_bucket = distance_bucket(pred_head, d)
-            if pred_bucket is not None:
-                per_distance.setdefault(pred_bucket, PRF()).predicted += 1
-            if head_ok:
-                per_distance[gold_bucket].correct += 1
         scores.complete_unlabeled += complete_unlabeled
         scores.complete_labeled += complete_labeled
         for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, set(scored))):
@@ -312,6 +288,37 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
     scores.per_label = per_label
     scores.per_distance = per_distance
     return scores
+
+
+def _score_word(scores: Scores, per_label: dict[str, PRF], per_distance: dict[str, PRF], gold: Sentence,
+                pred: Sentence, d: int, gold_has_feats: bool) -> tuple[bool, bool]:
+    """Add word ``d`` to the counts; whether its head and its label are right."""
+    gold_head, pred_head = gold.heads[d], pred.heads[d]
+    gold_label, pred_label = gold.deprels[d], pred.deprels[d]
+    if gold_head < 0 or gold_label is None:
+        raise EvaluationError(f"{gold.source}:{gold.line}: gold word {d} has no HEAD or DEPREL")
+    head_ok = pred_head == gold_head and pred_head >= 0
+    label_ok = pred_label == gold_label and pred_label is not None
+    universal_ok = pred_label is not None and universal_label(pred_label) == universal_label(gold_label)
+    scores.words += 1
+    scores.correct_heads += head_ok
+    scores.correct_labels += label_ok
+    scores.correct_labeled += head_ok and label_ok
+    scores.correct_labeled_universal += head_ok and universal_ok
+    _count_tags(scores, gold, pred, d - 1, gold_has_feats)
+    per_label.setdefault(gold_label, PRF()).gold += 1
+    if pred_label is not None:
+        per_label.setdefault(pred_label, PRF()).predicted += 1
+    if head_ok and label_ok:
+        per_label[gold_label].correct += 1
+    gold_bucket = distance_bucket(gold_head, d)
+    per_distance.setdefault(gold_bucket, PRF()).gold += 1
+    pred_bucket = distance_bucket(pred_head, d)
+    if pred_bucket is not None:
+        per_distance.setdefault(pred_bucket, PRF()).predicted += 1
+    if head_ok:
+        per_distance[gold_bucket].correct += 1
+    return head_ok, label_ok
 
 
 def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has_feats: bool) -> None:
