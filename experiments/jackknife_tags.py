@@ -4,6 +4,7 @@ trained on gold tags and run on predicted ones; e.g. Che et al. 2012, UDPipe).
     python experiments/jackknife_tags.py split TRAIN K WORK     # WORK/fold{k}.train.conllu and
                                                                  # WORK/fold{k}.heldout.conllu (tags blanked)
     python experiments/jackknife_tags.py merge GOLD PRED OUT    # GOLD with PRED's UPOS, XPOS, FEATS
+    python experiments/jackknife_tags.py untag GOLD OUT         # GOLD with UPOS, XPOS, FEATS blanked
 
 ``split`` deals the sentences round-robin into K folds; ``fold{k}.train`` is
 every other fold, ``fold{k}.heldout`` fold k with its UPOS, XPOS and FEATS set
@@ -77,9 +78,15 @@ def merge(gold: list[str], pred: str, out: str) -> None:
     write(Path(out), merged)
 
 
+def untag(gold: str, out: str) -> None:
+    write(Path(out), [with_tags(s, None) for s in blocks(gold)])
+
+
 def main(argv: list[str]) -> None:
     if len(argv) == 4 and argv[0] == "split":
         split(argv[1], int(argv[2]), argv[3])
+    elif len(argv) == 3 and argv[0] == "untag":
+        untag(argv[1], argv[2])
     elif len(argv) >= 4 and argv[0] == "merge":
         merge(argv[1:-2], argv[-2], argv[-1])
     else:

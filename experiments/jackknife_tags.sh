@@ -25,11 +25,6 @@ TEST=$(ls "$UD"/*-ud-test.conllu)
 NO_TAGGER=(--set model.tag_input=gold --set model.tagger.upos=false --set model.tagger.xpos=false
            --set model.tagger.feats=false)
 
-untagged() {  # $1 gold file, $2 out: tag columns blanked
-    python3 -c "import sys; sys.path.insert(0, '$HERE'); import jackknife_tags as j; \
-        j.write(j.Path('$2'), [j.with_tags(s, None) for s in j.blocks('$1')])"
-}
-
 folds() {
     python3 "$HERE/jackknife_tags.py" split "$TRAIN" "$K" "$WORK"
     for k in $(seq 0 $((K - 1))); do
@@ -48,7 +43,7 @@ parser() {
     for split in dev test; do
         local gold=$DEV
         [ $split = test ] && gold=$TEST
-        untagged "$gold" "$WORK/$split.untagged.conllu"
+        python3 "$HERE/jackknife_tags.py" untag "$gold" "$WORK/$split.untagged.conllu"
         $KGPARSER parse -m "$TAGGER" "$WORK/$split.untagged.conllu" -o "$WORK/$split.joint.conllu"
         python3 "$HERE/jackknife_tags.py" merge "$gold" "$WORK/$split.joint.conllu" "$WORK/$split.tagged.conllu"
     done
