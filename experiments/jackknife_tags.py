@@ -30,8 +30,11 @@ def blocks(path: str) -> list[list[str]]:
 def write(path: Path, sentences: list[list[str]]) -> None:
     """Write whole (to a temporary name first, so no half-written file is left)."""
     partial = path.with_suffix(path.suffix + ".partial")
-    partial.write_text("".join("\n".join(lines) + "\n\n" for lines in sentences), encoding="utf-8")
-    partial.replace(path)
+    try:
+        partial.write_text("".join("\n".join(lines) + "\n\n" for lines in sentences), encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def with_tags(lines: list[str], tags: list[list[str]] | None) -> list[str]:
@@ -94,4 +97,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (OSError, UnicodeDecodeError) as error:
+        sys.exit(f"jackknife_tags.py: {getattr(error, 'filename', None) or ''}: {error}")
