@@ -150,8 +150,8 @@ class Scores:
     complete_labeled: int = 0
     per_label: dict[str, PRF] = field(default_factory=dict)
     per_distance: dict[str, PRF] = field(default_factory=dict)
-    #: :data:`NONPROJECTIVE_COUNTS` -> count, summed over the sentences
-    nonprojective: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NONPROJECTIVE_COUNTS, 0))
+    #: :data:`NONPROJECTIVE_COUNTS` -> count, summed over the sentences; None where not counted
+    nonprojective: dict[str, int] | None = None
     #: per tag score (:data:`TAG_SCORES`): words with a gold value, and those predicted right
     tagged: dict[str, int] = field(default_factory=dict)
     correct_tags: dict[str, int] = field(default_factory=dict)
@@ -205,8 +205,9 @@ class Scores:
             result["per_distance"] = {bucket: self.per_distance[bucket].to_dict()
                                       for bucket in DISTANCE_BUCKETS if bucket in self.per_distance}
             counts = self.nonprojective
-            result["nonprojective"] = {**counts, "precision": _ratio(counts["right"], counts["predicted"]),
-                                       "recall": _ratio(counts["found"], counts["gold"])}
+            if counts is not None:
+                result["nonprojective"] = {**counts, "precision": _ratio(counts["right"], counts["predicted"]),
+                                           "recall": _ratio(counts["found"], counts["gold"])}
         return result
 
     def format(self, breakdown: bool = False) -> str:
@@ -227,8 +228,9 @@ class Scores:
         if breakdown:
             lines += ["", _table("Label", sorted(self.per_label.items())),
                       "", _table("Distance", [(b, self.per_distance[b]) for b in DISTANCE_BUCKETS
-                                              if b in self.per_distance]),
-                      "", self._nonprojective_line()]
+                                              if b in self.per_distance])]
+            if self.nonprojective is not None:
+                lines += ["", self._nonprojective_line()]
         return "\n".join(lines)
 
     def _nonprojective_line(self) -> str:
@@ -260,14 +262,18 @@ def _check_aligned(index: int, gold: Sentence, pred: Sentence) -> None:
 
 
 def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Sentence], *,
-             punct: bool = True) -> Scores:
-    """Score predicted trees against gold trees (see the module docstring)."""
+             punct: bool = True, nonprojective: bool = True) -> Scores:
+    """Score predicted trees against gold trees (see the module docstring); with
+    ``nonprojective`` False the non-projective arcs are not counted (the slowest
+    part, which training's dev scores do without)."""
     if len(gold_sentences) != len(pred_sentences):
         gold_name = gold_sentences[0].source if gold_sentences else "gold"
         pred_name = pred_sentences[0].source if pred_sentences else "prediction"
         raise EvaluationError(f"{gold_name} has {len(gold_sentences)} sentences but "
                               f"{pred_name} has {len(pred_sentences)}")
     scores = Scores(punct=punct)
+    if nonprojective:
+        scores.nonprojective = dict.fromkeys(NONPROJECTIVE_COUNTS, 0)
     gold_has_feats = any(f is not None for sentence in gold_sentences for f in sentence.feats)
     per_label: dict[str, PRF] = {}
     per_distance: dict[str, PRF] = {}
@@ -283,8 +289,9 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
             complete_labeled &= head_ok and label_ok
         scores.complete_unlabeled += complete_unlabeled
         scores.complete_labeled += complete_labeled
-        for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, set(scored))):
-            scores.nonprojective[name] += count
+        if nonprojective:
+            for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, set(scored))):
+                scores.nonprojective[name] += count
     scores.per_label = per_label
     scores.per_distance = per_distance
     return scores

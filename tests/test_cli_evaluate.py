@@ -31,6 +31,7 @@ def test_json_no_punct_with_breakdown(capsys):
     assert data["uas"] == pytest.approx(5 / 6)
     assert data["per_label"]["nsubj"]["predicted"] == 1
     assert data["per_distance"]["2"]["correct"] == 1
+    assert set(data["nonprojective"]) >= {"gold", "found", "predicted", "right", "precision", "recall"}
 
 
 def test_text_output(capsys):
@@ -38,7 +39,7 @@ def test_text_output(capsys):
     out = capsys.readouterr().out
     assert "UAS                  75.00  (6/8)" in out
     assert "LAS (full labels)    50.00  (4/8)" in out
-    assert "Distance" in out and "aux:pass" in out
+    assert "Distance" in out and "aux:pass" in out and "Non-projective arcs: gold " in out
 
 
 def test_errors_are_reported_without_traceback(capsys, tmp_path):

@@ -151,3 +151,17 @@ def test_nonprojective_arcs_recall_over_gold_precision_over_predicted():
     # word 3 without a head: no arc of its own, but it hangs from the root, under 2 -> 5
     unparsed = parse_conllu(_tree([2, 0, -1, 1, 2], upos).replace("\t-1\t", "\t_\t"), require_tree=False)
     assert evaluate(gold, unparsed).nonprojective == {"gold": 1, "found": 1, "predicted": 2, "right": 2}
+
+
+def test_nonprojective_arcs_left_uncounted_on_request():
+    """Training's dev scores skip the count: the other scores are the same, and
+    the reports leave the non-projective line and entry out instead of zeros."""
+    upos = ["X", "X", "X", "PUNCT", "X"]
+    gold = parse_conllu(_tree([0, 1, 1, 1, 2], upos), require_tree=True)
+    pred = parse_conllu(_tree([2, 0, 1, 1, 2], upos), require_tree=False)
+    counted, uncounted = evaluate(gold, pred), evaluate(gold, pred, nonprojective=False)
+    assert uncounted.nonprojective is None
+    full, short = counted.to_dict(), uncounted.to_dict()
+    assert "nonprojective" not in short and full.pop("nonprojective") and full == short
+    assert "Non-projective" not in uncounted.format(breakdown=True)
+    assert uncounted.format(breakdown=True) in counted.format(breakdown=True)

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     gold = read_conllu(args.gold, require_tree=True)
     pred = read_conllu(args.pred, require_tree=False)
     unparsed_warning(pred, args.pred)
-    scores = evaluate(gold, pred, punct=punct)
+    scores = evaluate(gold, pred, punct=punct, nonprojective=args.breakdown)
     comparison = None
     if args.against:
         from ..experiments.collect import compare_predictions

@@ -104,7 +104,7 @@ def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
     from ..evaluation import evaluate
     from ..tagging import parse_untagged
 
-    scores = evaluate(sentences, parse_untagged(model, sentences, batch_size))
+    scores = evaluate(sentences, parse_untagged(model, sentences, batch_size), nonprojective=False)
     return {"uas": scores.uas, "las": scores.las, **{c: scores.tag_accuracy(c) for c in model.tag_columns}}
 
 
