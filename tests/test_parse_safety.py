@@ -117,6 +117,15 @@ def test_truncated_gz_is_one_line_error_and_nothing_is_written(checkpoint, tmp_p
     assert "in.conllu.gz: cannot read" in err and "Traceback" not in err and not output.exists()
 
 
+@pytest.mark.parametrize("threads", ["-2", "two"])
+def test_a_bad_thread_count_is_refused_by_the_option_parser(checkpoint, capsys, threads):
+    with pytest.raises(SystemExit) as exited:
+        main(["parse", "-m", str(checkpoint), "in.conllu", "--threads", threads])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    assert err.endswith(f"kgparser parse: error: argument --threads: must be a whole number >= 0, got '{threads}'\n")
+
+
 # -- numbers of thousands of digits ----------------------------------------------------
 
 @pytest.mark.parametrize("line, expected", [

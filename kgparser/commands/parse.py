@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=_thread_count, default=1,
                         help="torch threads (default 1: on a machine busy with other jobs, several threads stall each "
                              "other at every LSTM step; 0: torch's choice, one per core)")
     parser.add_argument("--lenient", action="store_true",
@@ -40,6 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--on-bad-constraints", choices=("error", "skip"), default="error",
                         help="a sentence whose constraints no tree satisfies: stop with an error (default) "
                              "or parse it without them, with a warning")
+
+
+def _thread_count(text: str) -> int:
+    """``--threads``: a whole number >= 0, refused by argparse in one line otherwise."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return count
 
 
 def run(args: argparse.Namespace) -> int:
