@@ -223,6 +223,26 @@ def test_divergence_stops_with_a_clear_message_and_keeps_the_last_good_checkpoin
     assert all(torch.equal(v, kept["model"]["weights"][k]) for k, v in good["model"]["weights"].items())
 
 
+def test_an_exploding_loss_stops_training_before_any_checkpoint(tmp_path):
+    """At lr 1e6 the loss grows to 10^18 without ever overflowing: the bound on
+    the loss per decision stops it in the first epoch (issue 36)."""
+    with pytest.raises(TrainingError, match=r"diverged in epoch 1: the training loss exploded to .* per decision"
+                                            r".*no checkpoint was written.*lower training.lr \(now 1e\+06\)"):
+        train(tiny_run(tmp_path, epochs=2, training={"lr": 1e6}), **QUIET)
+    assert not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_the_loss_bound_is_a_thousand_margins_and_at_least_a_thousand():
+    from kgparser.training.trainer import Diverged, check_loss_bound
+
+    check_loss_bound(999.0, 1.0)
+    check_loss_bound(999.0, 0.0)
+    with pytest.raises(Diverged, match=r"exploded to 1e\+03 per decision"):
+        check_loss_bound(1001.0, 0.5)
+    with pytest.raises(Diverged, match="the bound is 2000"):
+        check_loss_bound(2001.0, 2.0)
+
+
 def test_an_empty_dev_file_is_an_error(tmp_path):
     config = tiny_run(tmp_path, epochs=1)
     (tmp_path / "dev.conllu").write_text("", encoding="utf-8")

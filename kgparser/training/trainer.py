@@ -39,6 +39,9 @@ from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
 STATIC, DYNAMIC, STATIC_DYNAMIC = "static", "dynamic", "static-dynamic"
+#: a batch whose hinge loss per scored decision exceeds this many margins has
+#: diverged (see :func:`check_loss_bound`)
+EXPLODED_LOSS_MARGINS = 1000
 
 
 class Diverged(KgparserError):
@@ -82,6 +85,21 @@ class EpochStats:
         names = list(self.__dataclass_fields__)
         sums = sum_over_processes([float(getattr(self, name)) for name in names])
         return EpochStats(**{name: type(getattr(self, name))(value) for name, value in zip(names, sums)})
+
+
+def check_loss_bound(loss_per_decision: float, margin: float) -> None:
+    """Raise :class:`Diverged` when a batch's hinge loss per scored decision
+    has exploded.  An untrained model scores every transition near zero (a
+    tanh hidden layer under small output weights), so it starts at about
+    ``margin`` per decision and training keeps it of that order; a decision costs
+    ``margin`` plus how far the best wrong score passes the best correct one,
+    so a mean of ``EXPLODED_LOSS_MARGINS`` margins (at least 1 each: margin 0
+    starts near 0) means scores thousands of margins apart, i.e. weights blown
+    up by too high a learning rate, long before they overflow to inf."""
+    bound = EXPLODED_LOSS_MARGINS * max(margin, 1.0)
+    if loss_per_decision > bound:
+        raise Diverged(f"the training loss exploded to {loss_per_decision:.3g} per decision (an untrained model "
+                       f"starts near the margin, {margin:g}; the bound is {bound:g})")
 
 
 def _adam(params, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
@@ -277,6 +295,7 @@ class Trainer:
         if not torch.isfinite(total):
             raise Diverged("the training loss is not finite (NaN or inf)")
         stats.loss += float(total.detach())
+        check_loss_bound(stats.loss / max(stats.scored, 1), margin)
         return total / max(stats.scored, 1)
 
     def _with_tagging_loss(self, loss: torch.Tensor | None, scores: dict, examples: Sequence[Example],
