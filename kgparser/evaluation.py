@@ -50,8 +50,8 @@ from .conllu_io import Sentence, read_conllu
 from .errors import KgparserError
 from .transitions.trees import nonprojective_arcs
 
-__all__ = ["EvaluationError", "PRF", "Scores", "distance_bucket", "evaluate", "evaluate_files",
-           "nonprojective_counts", "predicted_nonprojective_arcs", "universal_label"]
+__all__ = ["EvaluationError", "PRF", "Scores", "check_sentence_counts", "distance_bucket", "evaluate",
+           "evaluate_files", "nonprojective_counts", "predicted_nonprojective_arcs", "universal_label"]
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
 #: the tag scores, in the order they are reported
@@ -261,16 +261,23 @@ def _check_aligned(index: int, gold: Sentence, pred: Sentence) -> None:
             raise EvaluationError(f"{where}: word {i} is {gold_form!r} in gold but {pred_form!r} in prediction")
 
 
+def check_sentence_counts(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Sentence],
+                          gold_name: str | None = None, pred_name: str | None = None) -> None:
+    """Raise :class:`EvaluationError` naming both files unless they hold as many
+    sentences (a file is named by its sentences' source where not given)."""
+    if len(gold_sentences) != len(pred_sentences):
+        gold_name = gold_name or (gold_sentences[0].source if gold_sentences else "gold")
+        pred_name = pred_name or (pred_sentences[0].source if pred_sentences else "prediction")
+        raise EvaluationError(f"{gold_name} has {len(gold_sentences)} sentences but "
+                              f"{pred_name} has {len(pred_sentences)}")
+
+
 def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Sentence], *,
              punct: bool = True, nonprojective: bool = True) -> Scores:
     """Score predicted trees against gold trees (see the module docstring); with
     ``nonprojective`` False the non-projective arcs are not counted (the slowest
     part, which training's dev scores do without)."""
-    if len(gold_sentences) != len(pred_sentences):
-        gold_name = gold_sentences[0].source if gold_sentences else "gold"
-        pred_name = pred_sentences[0].source if pred_sentences else "prediction"
-        raise EvaluationError(f"{gold_name} has {len(gold_sentences)} sentences but "
-                              f"{pred_name} has {len(pred_sentences)}")
+    check_sentence_counts(gold_sentences, pred_sentences)
     scores = Scores(punct=punct)
     if nonprojective:
         scores.nonprojective = dict.fromkeys(NONPROJECTIVE_COUNTS, 0)

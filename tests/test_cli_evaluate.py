@@ -70,3 +70,29 @@ def test_against_a_second_prediction(capsys):
     out = capsys.readouterr().out
     assert "paired randomization test" in out
     assert "LAS      50.00   50.00       +0.00   1.0000" in out
+
+
+def test_nothing_to_score_is_an_error_naming_the_files(capsys, tmp_path):
+    empty = tmp_path / "empty.conllu"
+    empty.write_text("", encoding="utf-8")
+    for extra in ([], ["--against", str(empty)]):
+        assert main(["evaluate", str(empty), str(empty), *extra]) == 1
+        err = capsys.readouterr().err
+        assert err == f"kgparser evaluate: error: {empty}, {empty}: nothing to score: no sentences\n"
+
+
+def test_nothing_to_score_without_punctuation(capsys, tmp_path):
+    punct = tmp_path / "punct.conllu"
+    punct.write_text("1\t.\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    assert main(["evaluate", str(punct), str(punct), "--no-punct"]) == 1
+    assert "nothing to score: every word is PUNCT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_a_second_prediction_with_other_sentences_is_named(capsys, tmp_path, keep):
+    blocks = Path(PRED).read_text(encoding="utf-8").strip().split("\n\n")
+    short = tmp_path / "short.conllu"
+    short.write_text("".join(block + "\n\n" for block in blocks[:keep]), encoding="utf-8")
+    assert main(["evaluate", GOLD, PRED, "--against", str(short)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"kgparser evaluate: error: {GOLD} has {len(blocks)} sentences but {short} has {keep}\n"

@@ -27,18 +27,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..conllu_io import read_conllu
-    from ..evaluation import evaluate
+    from ..evaluation import check_sentence_counts, evaluate
 
     punct = not args.no_punct
     gold = read_conllu(args.gold, require_tree=True)
     pred = read_conllu(args.pred, require_tree=False)
+    check_sentence_counts(gold, pred, args.gold, args.pred)
     unparsed_warning(pred, args.pred)
     scores = evaluate(gold, pred, punct=punct, nonprojective=args.breakdown)
+    if not scores.words:
+        raise KgparserError(f"{args.gold}, {args.pred}: nothing to score: "
+                            + ("no sentences" if not gold else "every word is PUNCT, left out by --no-punct"))
     comparison = None
     if args.against:
         from ..experiments.collect import compare_predictions
 
         against = read_conllu(args.against, require_tree=False)
+        check_sentence_counts(gold, against, args.gold, args.against)
         unparsed_warning(against, args.against)
         comparison = compare_predictions(gold, pred, against, punct=punct, test=args.test)
     if args.json:

@@ -91,10 +91,9 @@ def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
     """Per-sentence arrays and breakdown counts of predicted against gold trees
     (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored).
     Non-projective arcs: :func:`kgparser.evaluation.nonprojective_counts`."""
-    from ..evaluation import EvaluationError
+    from ..evaluation import EvaluationError, check_sentence_counts
 
-    if len(gold_sentences) != len(pred_sentences):
-        raise EvaluationError(f"{len(gold_sentences)} gold sentences but {len(pred_sentences)} predicted")
+    check_sentence_counts(gold_sentences, pred_sentences)
     words, heads, labeled = [], [], []
     by_length = {bucket: Counts() for bucket in DISTANCE_BUCKETS}
     nonprojective = Counts()
