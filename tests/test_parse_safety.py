@@ -55,6 +55,34 @@ def test_load_refuses_a_checkpoint_with_non_finite_weights(tmp_path, value):
         Parser.load(path)
 
 
+class _Remove:
+    """Pickles as a call of ``os.remove(path)``: what a malicious checkpoint does."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        import os
+
+        return os.remove, (self.path,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda path, victim: path.write_bytes(bytes(range(256)) * 8),
+    lambda path, victim: path.write_bytes(b""),
+    lambda path, victim: path.write_bytes(path.with_name("model.pt").read_bytes()[:3000]),
+    lambda path, victim: torch.save({"format": "kgparser-checkpoint", "model": _Remove(victim)}, path),
+    lambda path, victim: path.write_bytes(__import__("pickle").dumps(_Remove(victim), protocol=4)),
+], ids=["random-bytes", "empty", "truncated", "malicious-torch", "malicious-pickle"])
+def test_a_foreign_or_malicious_checkpoint_is_one_line_and_runs_nothing(checkpoint, make, capsys):
+    path, victim = checkpoint.with_name("foreign.pt"), checkpoint.with_name("victim.txt")
+    victim.write_text("still here", encoding="utf-8")
+    make(path, victim)
+    assert main(["parse", "-m", str(path), "in.conllu"]) == 1
+    assert capsys.readouterr().err == f"kgparser parse: error: {path}: not a kgparser checkpoint, or damaged\n"
+    assert victim.read_text(encoding="utf-8") == "still here"
+
+
 @pytest.mark.parametrize("system", ["arc-hybrid", "covington"])
 @pytest.mark.parametrize("weight", ["w1", "label_out.weight"])
 def test_decoding_with_non_finite_weights_names_the_sentence(tmp_path, system, weight):
