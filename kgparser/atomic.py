@@ -1,14 +1,25 @@
-"""Writing files so that nothing is ever left half-written.
+"""Writing files so that nothing is ever left half-written, and nothing but
+the target is ever replaced.
 
 Every file kgparser writes (parse and projectivize output, configs, metrics,
-checkpoints, reports) goes through :func:`atomic_path` or :func:`atomic_open`:
-the content is written to a temporary file in the target's folder
-(``.NAME.PID.tmp``), flushed to disk, and renamed over the target only when
-it is complete.  A failure (full disk, kill, exception) leaves the previous
-file as it was; a temporary file left by a killed process is removed by
-:func:`remove_stale_temporaries` on the next start.  Rename is atomic on
-POSIX file systems when source and target share a folder, which is why the
-temporary file is made next to the target and never in ``/tmp``.
+checkpoints, reports) goes through :func:`atomic_path` or :func:`atomic_open`,
+which first decide what the path names (:func:`output_target`):
+
+* a regular file, or a path where nothing is yet: the content is written to a
+  temporary file in the target's folder (``.NAME.PID.tmp``), flushed to disk,
+  given the permission bits of the file it replaces, and renamed over the
+  target only when it is complete.  A failure (full disk, kill, exception)
+  leaves the previous file as it was; a temporary file left by a killed
+  process is removed by :func:`remove_stale_temporaries` on the next start.
+  Rename is atomic on POSIX file systems when source and target share a
+  folder, which is why the temporary file is made next to the target and
+  never in ``/tmp``;
+* a symbolic link: the same, for the file it points to (the link stays);
+* anything else that exists (a character or block device such as
+  ``/dev/null``, a FIFO, a socket) and standard output under any of its names
+  (``-``, ``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, as a shell's
+  ``>(cmd)`` gives): a stream, opened and written to as it goes, never
+  replaced.
 """
 from __future__ import annotations
 
@@ -17,17 +28,60 @@ import glob
 import gzip
 import os
 import re
+import stat
+import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
 from .errors import KgparserError
 
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
+#: names of an open file descriptor of this process
+_DESCRIPTOR = re.compile(r"^/(?:dev|proc/self)/fd/(?P<fd>\d+)$")
+_STANDARD = {"-": 1, "/dev/stdout": 1, "/dev/stderr": 2}
 
 
 class WriteError(KgparserError):
     """A file could not be written (the previous content, if any, is intact)."""
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """Where an output goes: ``path`` (a symbolic link's target, resolved), and
+    whether it is a ``stream`` (written as it goes) or a file (replaced
+    atomically); ``descriptor`` is set for a stream that names one of this
+    process's open files."""
+
+    path: Path
+    stream: bool = False
+    descriptor: int | None = None
+
+
+def output_target(path: str | Path) -> OutputTarget:
+    """What writing to ``path`` means (see the module's docstring)."""
+    text = str(path)
+    named = _DESCRIPTOR.match(text)
+    if text in _STANDARD or named:
+        return OutputTarget(Path(text), stream=True, descriptor=_STANDARD.get(text) or int(named["fd"]))
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # nothing there yet, or a link to nothing: a new file
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        return OutputTarget(path, stream=True)
+    return OutputTarget(Path(os.path.realpath(path)) if path.is_symlink() else path)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether the paths name one existing regular file (any spelling, any link)."""
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(first.st_mode) and (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def temporary_name(path: Path) -> Path:
@@ -46,6 +100,8 @@ def os_error_message(path: str | Path, error: OSError) -> str:
         errno.ENOENT: "no such file or folder",
         errno.EISDIR: "is a folder, not a file",
         errno.ENOTDIR: "a part of the path is a file, not a folder",
+        errno.EBADF: "not an open file descriptor of kgparser",
+        errno.ENXIO: "no reader at the other end (a socket or a FIFO without reader)",
     }.get(error.errno, error.strerror or str(error))
     return f"{path}: {cause}"
 
@@ -62,16 +118,24 @@ def _check_target(path: Path) -> None:
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """A temporary path to write ``path``'s new content to; on a clean exit it
-    replaces ``path`` in one rename, on any error it is removed and ``path``
-    is left as it was.  Operating-system errors become :class:`WriteError`."""
-    path = Path(path)
+    """A path to write ``path``'s new content to.  For a file, a temporary
+    path: on a clean exit it replaces the file in one rename (keeping the
+    file's permission bits), on any error it is removed and the file is left
+    as it was.  For a stream (:func:`output_target`), the stream's own path.
+    Operating-system errors become :class:`WriteError`."""
+    target = output_target(path)
+    if target.stream:
+        with _stream_errors(path):
+            yield target.path
+        return
+    path = target.path
     _check_target(path)
     remove_stale_temporaries(path.parent, of=path.name)
     temporary = temporary_name(path)
     try:
         yield temporary
         _fsync(temporary)
+        _keep_permissions(path, temporary)
         os.replace(temporary, path)
     except OSError as error:
         raise WriteError(f"cannot write {os_error_message(path, error)}; "
@@ -80,26 +144,65 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+@contextmanager
+def _stream_errors(path: str | Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise WriteError(f"cannot write {os_error_message(path, error)} "
+                         f"(a stream: what came before the error was written)") from error
+
+
 def _fsync(path: Path) -> None:
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
 
 
+def _keep_permissions(path: Path, temporary: Path) -> None:
+    """Give the new file the permission bits of the file it replaces (a new
+    file keeps those the umask gave it)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return
+    os.chmod(temporary, mode)
+
+
 @contextmanager
 def atomic_open(path: str | Path, *, compress: bool | None = None) -> Iterator[IO[str]]:
     """A text handle (UTF-8, ``\\n`` line ends) whose content replaces ``path``
-    atomically when the block ends without an error; gzip-compressed when
-    ``compress`` is true, or by default when ``path`` ends in ``.gz``."""
-    path = Path(path)
-    compress = path.suffix == ".gz" if compress is None else compress
+    atomically when the block ends without an error, or that writes to it
+    as it goes when it is a stream (:func:`output_target`); gzip-compressed
+    when ``compress`` is true, or by default when ``path`` ends in ``.gz``."""
+    descriptor = output_target(path).descriptor
+    if descriptor is not None:  # never a .gz name
+        with _stream_errors(path), _descriptor_handle(descriptor) as handle:
+            yield handle
+        return
+    compress = Path(path).suffix == ".gz" if compress is None else compress
     with atomic_path(path) as temporary:
         opener = gzip.open if compress else open
         with opener(temporary, "wt", encoding="utf-8", newline="\n") as handle:
             yield handle
 
 
+@contextmanager
+def _descriptor_handle(descriptor: int) -> Iterator[IO[str]]:
+    """A text handle on an open descriptor of this process, which stays open.
+    Standard output and error are Python's own ``sys.stdout`` and
+    ``sys.stderr`` (wherever they are redirected); any other descriptor is
+    duplicated, so that the output goes on where the shell's left off."""
+    standard = {1: sys.stdout, 2: sys.stderr}.get(descriptor)
+    if standard is not None:
+        yield standard
+        standard.flush()
+        return
+    with open(os.dup(descriptor), "w", encoding="utf-8", newline="\n") as handle:
+        yield handle
+
+
 def write_text(path: str | Path, text: str) -> None:
-    """Replace ``path``'s content with ``text`` atomically."""
+    """Replace ``path``'s content with ``text`` atomically (or write it to a stream)."""
     with atomic_open(path, compress=False) as handle:
         handle.write(text)
 

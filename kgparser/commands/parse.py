@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import KgparserError
 
         raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
+    _check_output(args)
     with _one_line_warnings():
         parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
         started = time.perf_counter()
@@ -82,6 +83,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"constraints: {report.constrained} sentences constrained, {len(report.skipped)} dropped, "
               f"{len(report.violated)} outputs missing a constraint", file=sys.stderr)
     return 0
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    """Refuse an output that is the model or the constraints file: it would be
+    replaced by CoNLL-U.  The input itself may be the output (it is read whole
+    before anything is written)."""
+    from ..atomic import same_file
+    from ..errors import KgparserError
+
+    for option, path in (("--model", args.model), ("--constraints", args.constraints)):
+        if args.output and path and same_file(args.output, path):
+            raise KgparserError(f"--output: {args.output}: is the file given to {option}, which the output "
+                                f"would replace; choose another output file")
 
 
 @contextlib.contextmanager

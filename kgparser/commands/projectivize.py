@@ -11,12 +11,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import output_target
     from ..conllu_io import read_conllu, write_conllu
     from ..projectivize import projectivize_sentences
 
     sentences = read_conllu(args.input)
     summary = projectivize_sentences(sentences)
     write_conllu(sentences, args.output)
-    report = sys.stderr if args.output == "-" else sys.stdout
+    report = sys.stderr if output_target(args.output).descriptor == 1 else sys.stdout
     print(f"{args.input}: {summary}", file=report)
     return 0
