@@ -275,13 +275,14 @@ _CHOICES = {
 }
 _NON_NEGATIVE = {
     "seed", "threads", "model.word_dim", "model.pos_dim", "model.char_dim", "model.lstm_dropout",
-    "model.word_dropout", "model.pretrained.max_extra_words", "training.epochs",
-    "training.explore_after_epochs", "training.margin", "training.clip", "data.max_train_sentences",
+    "model.word_dropout", "model.pretrained.max_extra_words",
+    "training.explore_after_epochs", "training.margin", "training.clip",
     "model.tagger.hidden", "model.tagger.loss_weight",
 }
+#: a run trains at least one epoch on at least one sentence (``data.max_train_sentences: null``: all)
 _POSITIVE = {
     "model.char_hidden", "model.lstm_layers", "model.lstm_hidden", "model.mlp_hidden",
-    "training.batch_size", "training.lr",
+    "training.batch_size", "training.lr", "training.epochs", "data.max_train_sentences",
 }
 _DATA_PATHS = ("train", "dev", "test")
 
@@ -381,7 +382,7 @@ def _validate(config: Config, source: str) -> None:
         if value is not None and value < 0:
             raise ConfigError(f"{source}: {path}: must be >= 0, got {value!r}")
     for path in _POSITIVE:
-        if _get(config, path) <= 0:
+        if _get(config, path) is not None and _get(config, path) <= 0:
             raise ConfigError(f"{source}: {path}: must be > 0, got {_get(config, path)!r}")
     if not 0.0 <= config.training.p_agg <= 1.0:
         raise ConfigError(f"{source}: training.p_agg: must be within [0, 1], got {config.training.p_agg!r}")

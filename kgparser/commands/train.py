@@ -11,9 +11,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                         help="override a config value, e.g. --set training.epochs=5 (repeatable)")
     parser.add_argument("--resume", action="store_true",
-                        help="continue from OUTPUT_DIR/last.pt (optimizer and RNG state restored)")
+                        help="continue from OUTPUT_DIR/last.pt (optimizer and RNG state restored); a run stopped "
+                             "before it wrote its first last.pt starts again from the beginning")
     parser.add_argument("--overwrite", action="store_true",
-                        help="train a new model even if OUTPUT_DIR already holds one (replaces it)")
+                        help="train a new model even if OUTPUT_DIR already holds one: first removes the previous "
+                             "run's files (never files kgparser did not write)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or per-epoch lines")
     parser.add_argument("--nproc", type=int, default=1, metavar="N",
                         help="train data-parallel in N processes on this machine (torchrun --standalone; "
@@ -53,7 +55,7 @@ def _train(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    summary = train(config, resume=args.resume, log=log, overwrite=args.overwrite)
+    summary = train(config, resume=args.resume, log=log, overwrite=args.overwrite, config_file=path)
     if world_from_environment().main:
         best = f"{100 * summary.best_las:.2f}" if summary.best_las is not None else "n/a"
         print(f"best dev LAS {best} at epoch {summary.best_epoch}; checkpoints in {summary.output_dir}")

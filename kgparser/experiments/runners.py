@@ -54,12 +54,12 @@ from ..atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
 from ..locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
+from ..run_folder import BEST, LAST, mark_run_folder
 from .grid import Grid, Run, fingerprint, run_config, system_options
 
 MARKER = "experiment.json"
 PREDICTIONS = "test.pred.conllu"
 TRAIN_LOG = "train.log"
-BEST, LAST = "best.pt", "last.pt"
 LOCK_FILE = ".lock"
 #: the fingerprint of the config a run was started with (decides whether last.pt may be resumed)
 STARTED = ".started"
@@ -248,6 +248,7 @@ def _execute_locked(job: Job, out: Path) -> dict:
         for name in (LAST, BEST):
             (out / name).unlink(missing_ok=True)
     write_text(out / STARTED, job.fingerprint)
+    mark_run_folder(out)  # its train.log and markers are kgparser's: train writes beside them
     environment = run_environment()
     _call(train, log, job.threads, "training", job)
     if job.test:

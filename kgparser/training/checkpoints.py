@@ -29,7 +29,6 @@ from .. import __version__
 from ..atomic import WriteError, atomic_path
 from ..model.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 
-BEST, LAST = "best.pt", "last.pt"
 #: free bytes under which a failed checkpoint write is reported as a full disk
 _FULL_DISK_MARGIN = 64 * 2 ** 20
 

@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from .. import run_folder
 from ..config import Config, config_from_saved
 from ..atomic import os_error_message, remove_stale_temporaries
 from ..errors import KgparserError
@@ -28,18 +29,20 @@ from ..model.tagger import TAG_COLUMNS
 from ..model.checkpoint import load_checkpoint
 from ..vocab import Vocabularies
 from . import distributed
-from .checkpoints import BEST, LAST, checkpoint_data, save_atomic
+from ..run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
+from .checkpoints import checkpoint_data, save_atomic
 from .distributed import World, world_from_environment
 from .monitor import MetricsFile, Progress, TensorBoard, flatten
 from .trainer import Diverged, EpochStats, Trainer
 
-CONFIG_FILE, METRICS_FILE, TENSORBOARD_DIR = "config.yaml", "metrics.jsonl", "tensorboard"
 #: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
 EVAL_BATCH_SIZE = 64
 #: config keys that may change between a run and its resumption (``output_dir``:
 #: the run may have been moved, or named by another spelling of the same path)
 RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device",
                      "output_dir"}
+#: data files that may change on resume, with a note: a corrected path, or another evaluation set
+NOTED_CHANGES = {"data.dev", "data.test"}
 
 
 class TrainingError(KgparserError):
@@ -108,24 +111,32 @@ def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
     return {"uas": scores.uas, "las": scores.las, **{c: scores.tag_accuracy(c) for c in model.tag_columns}}
 
 
-def _check_resumable(saved: dict, config: Config, path: Path) -> None:
+def _check_resumable(saved: dict, config: Config, path: Path, log) -> None:
     """``saved`` is read with today's defaults, so that an option added since the
-    checkpoint was written (with a default that trains as before) is no change."""
+    checkpoint was written (with a default that trains as before) is no change.
+    A changed dev or test file is allowed, with a note."""
     try:
         saved = config_from_saved(saved).to_dict()
     except KgparserError as error:
         raise TrainingError(f"{path}: cannot resume: {error}") from None
     old, new = flatten(saved), flatten(config.to_dict())
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
-    if changed:
-        raise TrainingError(f"{path}: cannot resume: the config differs in {', '.join(changed)}")
+    refused = [key for key in changed if key not in NOTED_CHANGES]
+    if refused:
+        raise TrainingError(f"{path}: cannot resume: the config differs in {', '.join(refused)}")
+    for key in changed:
+        log(f"note: resuming with {key} {new[key]} (the checkpoint's was {old[key]})"
+            + ("; best.pt is chosen by dev LAS on either file" if key == "data.dev" else ""))
 
 
-def train(config: Config, resume: bool = False, log=print, overwrite: bool = False) -> RunSummary:
+def train(config: Config, resume: bool = False, log=print, overwrite: bool = False,
+          config_file: str | Path | None = None) -> RunSummary:
     """Train as configured; with ``resume``, continue from ``output_dir/last.pt``.
 
-    A folder that already holds a trained model is refused unless ``resume``
-    or ``overwrite`` is given.  The folder is locked while the run writes it
+    What a run may do to its folder (someone else's files, a trained model,
+    ``config_file``: the config file read) is :mod:`kgparser.run_folder`'s;
+    every data file is read and checked before the folder is touched.  The
+    folder is locked while the run writes it
     (:func:`kgparser.locking.training_lock`): a second trainer is refused.
     Started by ``torchrun``, the processes train data-parallel and rank 0
     alone writes the folder (:mod:`kgparser.training.distributed`)."""
@@ -134,26 +145,29 @@ def train(config: Config, resume: bool = False, log=print, overwrite: bool = Fal
     if world.distributed:
         distributed.start(world, config.device)
     try:
-        if not world.main:
-            return _train_locked(config, Path(config.output_dir), resume, lambda line: None, world)
-        out = _output_folder(config)
+        if not world.main:  # resumes as rank 0 does: from last.pt where there is one
+            out = Path(config.output_dir)
+            start = Start(resume=resume and (out / LAST).exists(), clear=False)
+            return _train_locked(config, out, start, lambda line: None, world)
+        out = _output_folder(config, resume)
         with training_lock(out):
             removed = remove_stale_temporaries(out)
             if removed:
                 log(f"removed {len(removed)} temporary file(s) left by a killed run: "
                     f"{', '.join(p.name for p in removed)}")
-            if not resume:
-                _check_fresh(out, overwrite)
-            return _train_locked(config, out, resume, log, world)
+            start = run_folder.plan_start(out, resume=resume, overwrite=overwrite, config_file=config_file)
+            return _train_locked(config, out, start, log, world)
     finally:
         if world.distributed:
             distributed.stop()
 
 
-def _output_folder(config: Config) -> Path:
+def _output_folder(config: Config, resume: bool) -> Path:
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise TrainingError(f"output_dir: {out}: is a file, not a folder")
+    if resume and not out.exists():
+        raise TrainingError(f"{out / LAST}: no such checkpoint (the folder {out} does not exist); nothing to resume")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -161,32 +175,25 @@ def _output_folder(config: Config) -> Path:
     return out
 
 
-def _check_fresh(out: Path, overwrite: bool) -> None:
-    """Refuse to train a new model over a trained one unless asked to; with
-    ``overwrite``, the old TensorBoard events go (the checkpoints and metrics
-    are replaced as the new run writes them)."""
-    existing = [name for name in (BEST, LAST) if (out / name).exists()]
-    if existing and not overwrite:
-        raise TrainingError(f"output_dir: {out} already holds a trained model ({', '.join(existing)}); "
-                            f"continue it with --resume, replace it with --overwrite, "
-                            f"or choose another output_dir")
-    if overwrite:
-        for events in (out / TENSORBOARD_DIR).glob("events.out.tfevents.*"):
-            events.unlink()
-
-
-def _train_locked(config: Config, out: Path, resume: bool, log, world: World) -> RunSummary:
+def _train_locked(config: Config, out: Path, start: Start, log, world: World) -> RunSummary:
+    """Read and check the data, build the trainer, and only then write the folder and train."""
     cfg = config.training
-    train_sentences, dev_sentences = _training_data(config, log)
-    trainer, start_epoch, best_las, best_epoch = _trainer(config, out, resume, train_sentences, world, log)
+    train_sentences, dev_sentences, test_sentences = _training_data(config, log, with_test=world.main)
+    trainer, start_epoch, best_las, best_epoch = _trainer(config, out, start.resume, train_sentences, world, log)
     model = trainer.model
-    metrics = None
-    if world.main:
-        config.save(out / CONFIG_FILE)
-        metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if resume else None, log=log)
-    board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard and world.main)
     examples = trainer.examples(train_sentences)
     usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
+    if not usable:
+        raise TrainingError(f"data.train: {config.data.train}: no trainable sentence: all {len(examples)} trees "
+                            f"are skipped ({config.system.name} cannot build them); use training.unbuildable: "
+                            f"dynamic, data.projectivize: true or another system")
+    metrics = None
+    if world.main:
+        run_folder.begin(out, start, log)
+        if start.write_config:
+            config.save(out / CONFIG_FILE)
+        metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if start.resume else None, log=log)
+    board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard and world.main)
     skipped_share = 1 - len(usable) / len(examples)
     unbuildable = sum(1 for e in examples if not e.buildable)
     log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
@@ -212,7 +219,7 @@ def _train_locked(config: Config, out: Path, resume: bool, log, world: World) ->
                            "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las"),
                            **{f"dev/{c}": record.get(f"dev_{c}") for c in TAG_COLUMNS}}, epoch + 1)
             log(_epoch_line(record))
-        test = _test_scores(config, out) if world.main else None
+        test = _test_scores(config, out, test_sentences) if test_sentences else None
         if test:
             metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
                            **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
@@ -234,7 +241,7 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
         data = load_checkpoint(last)
         if "training" not in data:
             raise TrainingError(f"{last}: has no training state to resume from")
-        _check_resumable(data["model"]["config"], config, last)
+        _check_resumable(data["model"]["config"], config, last, log)
         model = Model.from_data(data["model"])
         model.config = config
         start_epoch = data["epoch"]
@@ -261,8 +268,10 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
     return trainer, start_epoch, best_las, best_epoch
 
 
-def _training_data(config: Config, log) -> tuple[list, list | None]:
-    """The training sentences (cut and projectivized as configured) and the dev sentences."""
+def _training_data(config: Config, log, with_test: bool) -> tuple[list, list | None, list | None]:
+    """The training sentences (cut and projectivized as configured), the dev
+    sentences and (``with_test``) the test sentences: every data file is read,
+    and so checked, before the first epoch."""
     if not config.data.train:
         raise TrainingError("data.train: no training file given")
     train_sentences = _read(config.data.train, "train", config)
@@ -275,7 +284,8 @@ def _training_data(config: Config, log) -> tuple[list, list | None]:
 
         summary = projectivize_sentences(train_sentences)
         log(f"projectivized the training trees: {summary}")
-    return train_sentences, _read(config.data.dev, "dev", config)
+    dev_sentences = _read(config.data.dev, "dev", config)
+    return train_sentences, dev_sentences, _read(config.data.test, "test", config) if with_test else None
 
 
 def _epoch_record(trainer: Trainer, stats: EpochStats, seconds: float, skipped_share: float, epoch: int) -> dict:
@@ -411,9 +421,6 @@ def _epoch_line(record: dict) -> str:
     return line
 
 
-def _test_scores(config: Config, out: Path) -> dict | None:
-    if not config.data.test:
-        return None
-    test_sentences = _read(config.data.test, "test", config)
+def _test_scores(config: Config, out: Path, test_sentences) -> dict:
     model = Model.from_data(load_checkpoint(out / BEST)["model"]).to(config.device)
     return _scores(model, test_sentences)
