@@ -46,6 +46,8 @@ def test_train_parse_evaluate(tmp_path, capsys):
     (["--set", "training.epochz=2"], "training.epochz"),
     (["--set", "data.train=absent.conllu"], "absent.conllu"),
     (["--resume"], "no such checkpoint"),
+    (["--set", "model.word_dim=100000000000"], "model.word_dim=100000000000: the network's weights would need"),
+    (["--set", "model.lstm_hidden=100000000"], "model.lstm_hidden=100000000: the network's weights would need"),
 ])
 def test_user_errors_are_one_line_messages(tmp_path, capsys, args, message):
     assert main(["train", write_config(tmp_path), "--quiet"] + args) == 1

@@ -17,6 +17,7 @@ from ..errors import KgparserError
 from ..transitions import get_system
 from ..vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 from .embeddings import lookup_id
+from .memory import check_weight_memory
 from .network import SLOTS_PER_POSITION, Network
 from .tagger import TAG_CLASS_OFFSET
 
@@ -52,6 +53,7 @@ class Model:
         n_arc = sum(1 for a, label in self.transitions if label is not None)
         cfg = config.model
         self.tag_columns = _checked_tag_columns(config, vocabs)
+        check_weight_memory(cfg, n_words=len(vocabs.words), n_slots=self.n_slots)
         self.network = Network(cfg, n_words=len(vocabs.words), n_tags=len(vocabs.tags), n_chars=len(vocabs.chars),
                                n_ext=len(self.ext_words) + 2 if self.ext_words else 0, ext_dim=self.ext_dim,
                                n_positions=self.n_positions, n_actions=len(self.actions), n_arc_transitions=n_arc,
