@@ -5,6 +5,7 @@ run's files (and only those) before it writes anything, every data file is
 checked before the folder is touched, and a run with nothing to train on, or
 zero epochs, is refused before it starts."""
 import json
+import os
 
 import pytest
 import torch
@@ -190,6 +191,19 @@ def test_a_bad_test_file_is_refused_before_training_and_the_old_run_stays(tmp_pa
     with pytest.raises(KgparserError, match=message):
         train(config, overwrite=True, **QUIET)
     assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_a_test_file_may_be_a_fifo_read_once_before_training(tmp_path):
+    import threading
+
+    fifo = tmp_path / "test.fifo"
+    os.mkfifo(fifo)
+    config = tiny_run(tmp_path, epochs=1, data={"test": str(fifo)})
+    text = (tmp_path / "dev.conllu").read_text(encoding="utf-8")
+    feeder = threading.Thread(target=lambda: fifo.write_text(text, encoding="utf-8"), daemon=True)
+    feeder.start()
+    assert train(config, **QUIET).test is not None
+    feeder.join(timeout=30)
 
 
 def test_resume_may_change_the_dev_and_test_files_with_a_note(tmp_path):

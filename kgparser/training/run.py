@@ -68,7 +68,7 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
 
     if not path:
         return None
-    if not Path(path).is_file():
+    if Path(path).is_dir() or not Path(path).exists():  # a FIFO, as <(zcat ...) gives, is read as a file
         raise TrainingError(f"data.{what}: {path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
     sentences = read_conllu(path, lenient=config.data.lenient, require_tree=require_tree)
     if not sentences:
