@@ -81,10 +81,10 @@ def plan_start(out: Path, *, resume: bool, overwrite: bool, config_file: str | P
 def _resumed(out: Path, ours: bool, write_config: bool) -> Start:
     if (out / LAST).exists():
         return Start(resume=True, clear=False, write_config=write_config)
-    if ours or not others_files(out):
+    if ours or not _other_names(out):
         return Start(resume=False, clear=ours, write_config=write_config,
-                     note=f"note: {out} holds no complete {LAST} (the run was stopped before its first epoch "
-                          f"ended): training from the start")
+                     note=f"note: {out} holds no complete {LAST} (the run was stopped before it wrote one): "
+                          f"training from the start")
     raise RunFolderError(f"{out / LAST}: no such checkpoint, and {out} is not a kgparser run folder "
                          f"(no {MARKER}); nothing to resume")
 
@@ -92,7 +92,7 @@ def _resumed(out: Path, ours: bool, write_config: bool) -> Start:
 def _check_foreign(out: Path, overwrite: bool) -> None:
     """Refuse a folder holding files kgparser did not write; with ``overwrite``,
     only those that a run would write over."""
-    others = others_files(out)
+    others = _other_names(out)
     clashing = [name for name in RUN_FILES if name in others]
     if overwrite and clashing:
         raise RunFolderError(f"output_dir: {out}: {', '.join(clashing)} not written by kgparser train "
@@ -105,7 +105,7 @@ def _check_foreign(out: Path, overwrite: bool) -> None:
                              f"removes files kgparser did not write)")
 
 
-def others_files(out: Path) -> list[str]:
+def _other_names(out: Path) -> list[str]:
     """The names in ``out`` other than the lock, the marker and temporary files."""
     return sorted(entry.name for entry in out.iterdir()
                   if entry.name not in (TRAIN_LOCK, MARKER) and not _is_temporary(entry.name))
