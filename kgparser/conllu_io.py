@@ -24,8 +24,9 @@ start at the next word and lie inside the sentence, not overlapping; empty nodes
 ``i.j`` placed after word i with j = 1, 2 ...; HEAD an integer in 0..n (or ``_``
 when ``require_tree=False``); no word its own head and no cycle (reported as
 "no word is attached to the root" when every word has a head but none is 0); a
-sentence with at least one word.  With ``require_tree=True`` (the default, for
-treebanks) every word needs a HEAD and a DEPREL.  Several root children are
+sentence with at least one word; no control character in a word line but the
+TABs between columns (:func:`control_character`).  With ``require_tree=True``
+(the default, for treebanks) every word needs a HEAD and a DEPREL.  Several root children are
 accepted because parser output may contain them.
 
 Lenient reading.  With ``lenient=True`` a sentence with a problem is skipped
@@ -39,7 +40,8 @@ end (a truncated or corrupt ``.gz``, invalid UTF-8) raises a
 :class:`~kgparser.errors.KgparserError` naming it, in every mode, so that the
 sentences before the damage are never taken for the whole file.
 
-Files are UTF-8 (a leading byte-order mark is skipped); sentences are separated
+Files are UTF-8 (a leading byte-order mark is skipped); Windows line ends
+(CRLF) are read as Unix ones, so the output has only LF; sentences are separated
 by blank lines, so a file whose sentences are each followed by exactly one
 blank line, as UD's are, is written back identically.
 """
@@ -63,12 +65,17 @@ from .transitions.trees import find_cycle
 #: any character ``str.isspace`` counts (``\s`` of a str pattern is the same test), found
 #: in one C call rather than a generator over the characters
 _WHITESPACE = re.compile(r"\s")
+#: C0 control characters but TAB, and the Unicode line separators: NUL ends a string in
+#: C tools, the others break lines for Python's ``str.splitlines`` and other readers
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x85\u2028\u2029]")
 
 __all__ = [
     "ConlluError",
     "Sentence",
     "SentenceList",
     "SkippedBlock",
+    "TokenError",
+    "control_character",
     "find_cycle",
     "iter_conllu",
     "parse_conllu",
@@ -98,6 +105,19 @@ class ConlluError(KgparserError):
         #: many sentences were read before it (its place among them)
         self.lines: list[str] | None = None
         self.position: int | None = None
+
+
+class TokenError(KgparserError, ValueError, TypeError):
+    """A token list given to :func:`sentences_from_tokens` is not made of forms
+    or ``(form, upos)`` pairs of text; a ValueError (and a TypeError, as a
+    sentence given as one string always was)."""
+
+
+def control_character(text: str) -> str | None:
+    """The first character of ``text`` that no CoNLL-U field may hold (a
+    control character but TAB, a Unicode line separator) as ``U+XXXX``, or None."""
+    found = _CONTROL.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X}"
 
 
 def _nullable(value: str) -> str | None:
@@ -196,7 +216,10 @@ class Sentence:
         cols = text.split("\t")
         if len(cols) != 10:
             raise self._error(row, f"expected 10 TAB-separated columns, found {len(cols)}")
-        cols[MISC] = cols[MISC].rstrip("\r")
+        if _CONTROL.search(text):  # one C call on every word line: the message is built only here
+            column = next(name for name, col in zip(COLUMN_NAMES, cols) if control_character(col))
+            raise self._error(row, f"{column} holds the control character {control_character(text)} "
+                                   f"(not allowed in CoNLL-U)")
         if "" in cols:
             raise self._error(row, f"empty {COLUMN_NAMES[cols.index('')]} column (use '_')")
         return cols
@@ -265,7 +288,7 @@ class Sentence:
     def misc(self) -> list[dict | None]:
         """MISC of each word (length n) as a dict (``conllu`` semantics), None for ``_``."""
         if self._misc is None:
-            self._misc = [parse_dict_value(self._lines[row].split("\t")[MISC].rstrip("\r"))
+            self._misc = [parse_dict_value(self._lines[row].split("\t")[MISC])
                           for row in self._word_rows[1:]]
         return self._misc
 
@@ -279,7 +302,7 @@ class Sentence:
         """``# key = value`` comments as a dict (``conllu`` semantics)."""
         metadata: dict[str, str | None] = {}
         for text in self.comments:
-            metadata.update(parse_comment_line(text.rstrip("\r")))
+            metadata.update(parse_comment_line(text))
         return metadata
 
     @property
@@ -423,8 +446,7 @@ def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     block: list[str] = []
     start = 1
     for number, text in enumerate(lines, start=1):
-        if text[-1:] == "\n":
-            text = text[:-1]
+        text = text.removesuffix("\n").removesuffix("\r")  # LF or CRLF: the output has LF only
         if text.strip():
             if not block:
                 start = number
@@ -536,34 +558,61 @@ def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[st
 
 def sentences_from_tokens(token_lists: Iterable[Sequence[str] | Sequence[tuple[str, str]]],
                           source: str = "<tokens>") -> list[Sentence]:
-    """Sentences without trees from lists of forms or of ``(form, upos)`` pairs.
+    """Sentences without trees from lists of forms or of ``(form, upos)`` pairs
+    (``upos`` may be None).
 
     Each sentence gets a ``# text`` comment (forms joined by spaces) and ``_`` in
-    every other column.  Errors name the sentence (1-based) as the line.
+    every other column.  Anything else -- a token that is a number, bytes, None or
+    a tuple of another length, a form with a TAB or a control character -- is a
+    :class:`TokenError` naming the sentence and the token (both 1-based).
     """
     sentences = []
     for number, tokens in enumerate(token_lists, start=1):
-        if isinstance(tokens, str):
-            raise TypeError(f"sentence {number}: expected a list of tokens, got the string {tokens!r}")
-        rows = [f"# text = {' '.join(_form(t) for t in tokens)}"]
-        for index, token in enumerate(tokens, start=1):
-            form, upos = (token, "_") if isinstance(token, str) else _form_and_upos(token)
-            for name, value in (("form", form), ("UPOS", upos)):
-                if not value or any(c in value for c in "\t\n\r"):
-                    raise ConlluError(source, number, f"token {index}: {name} {value!r} is empty "
-                                                      "or contains a TAB or newline")
-            rows.append(f"{index}\t{form}\t_\t{upos}\t_\t_\t_\t_\t_\t_")
+        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
+            raise TokenError(f"sentence {number}: expected a list of tokens, got {_described(tokens)}")
+        pairs = [_form_and_upos(token, number, index) for index, token in enumerate(tokens, start=1)]
+        rows = [f"# text = {' '.join(form for form, _ in pairs)}"]
+        rows += [f"{index}\t{form}\t_\t{upos}\t_\t_\t_\t_\t_\t_" for index, (form, upos) in enumerate(pairs, 1)]
         sentences.append(Sentence(rows, source, number, require_tree=False))
     return sentences
 
 
-def _form(token: str | Sequence[str]) -> str:
-    return token if isinstance(token, str) else str(token[0])
+def _form_and_upos(token: object, number: int, index: int) -> tuple[str, str]:
+    """The form and UPOS (``_`` where not given) of token ``index`` of sentence ``number``."""
+    form, upos = (token, None) if isinstance(token, str) else _pair(token) or (None, None)
+    if form is None:
+        raise TokenError(f"sentence {number}, token {index}: expected a form or a (form, upos) pair of "
+                         f"strings, got {_described(token)}")
+    for name, value in (("form", form), ("UPOS", upos)):
+        problem = value is not None and _field_problem(value)
+        if problem:
+            raise TokenError(f"sentence {number}, token {index}: {name} {value!r} {problem}")
+    return form, upos or "_"
 
 
-def _form_and_upos(token: Sequence[str | None]) -> tuple[str, str]:
-    form, upos = token
-    return str(form), "_" if upos is None else str(upos)
+def _pair(token: object) -> tuple[str, str | None] | None:
+    """``token`` as ``(form, upos)`` if it is a pair of strings (``upos`` may be None)."""
+    if isinstance(token, Sequence) and not isinstance(token, (str, bytes)) and len(token) == 2:
+        form, upos = token
+        if isinstance(form, str) and (upos is None or isinstance(upos, str)):
+            return form, upos
+    return None
+
+
+def _field_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a CoNLL-U column of a token, or None."""
+    if not value:
+        return "is empty"
+    if "\t" in value:
+        return "contains a TAB"
+    control = control_character(value)
+    return f"contains the control character {control}" if control else None
+
+
+def _described(value: object) -> str:
+    """A value and its type for a message, cut when long."""
+    shown = repr(value)
+    return f"{shown if len(shown) <= 40 else shown[:40] + '...'} ({type(value).__name__})"
 
 
 def sample_data_path(split: str = "train") -> Path:

@@ -38,7 +38,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import torch
 
@@ -294,10 +294,12 @@ class Parser:
 
     @staticmethod
     def _sentences(data, lenient: bool) -> list:
-        from .conllu_io import Sentence, read_conllu, sentences_from_tokens
+        from .conllu_io import Sentence, TokenError, read_conllu, sentences_from_tokens
 
         if isinstance(data, (str, os.PathLike)):
             return read_conllu(data, lenient=lenient, require_tree=False)
+        if not isinstance(data, Iterable):
+            raise TokenError(f"expected a CoNLL-U path, Sentences or lists of tokens, got {type(data).__name__}")
         items = list(data)
         if all(isinstance(s, Sentence) for s in items):
             return [s.copy() for s in items]

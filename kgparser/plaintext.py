@@ -1,5 +1,7 @@
 """Pre-tokenized plain text as parser input (``kgparser parse --input-format text``):
-one sentence per line, tokens separated by white space, blank lines skipped.
+one sentence per line, tokens separated by white space (so a Windows line
+end, CRLF, is one too), blank lines skipped; a token with a control character
+is an error naming its line.
 
 Each line becomes a CoNLL-U sentence with ``# sent_id = N`` (N counts the
 sentences from 1), ``# text = ...`` (the tokens joined by single spaces) and
@@ -13,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from .conllu_io import Sentence, SentenceList, opened_text
+from .conllu_io import ConlluError, Sentence, SentenceList, control_character, opened_text
 from .errors import KgparserError
 
 INPUT_FORMATS = ("conllu", "text")
@@ -46,6 +48,11 @@ def tokenized_sentences(lines: Iterable[str], source: str) -> list[Sentence]:
 
 
 def _sentence(tokens: list[str], sent_id: int, source: str, line: int) -> Sentence:
+    for index, form in enumerate(tokens, start=1):
+        control = control_character(form)
+        if control:
+            raise ConlluError(source, line, f"token {index} holds the control character {control} "
+                                            f"(not allowed in CoNLL-U)")
     rows = [f"# sent_id = {sent_id}", f"# text = {' '.join(tokens)}"]
     rows += [f"{index}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_" for index, form in enumerate(tokens, start=1)]
     return Sentence(rows, source, line, require_tree=False)

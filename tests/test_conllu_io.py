@@ -10,6 +10,7 @@ import pytest
 
 from kgparser.conllu_io import (
     ConlluError,
+    TokenError,
     find_cycle,
     iter_conllu,
     parse_conllu,
@@ -147,11 +148,14 @@ def test_byte_order_mark_is_skipped(tmp_path):
     assert sentence.sent_id == "b" and sentence.to_conllu() == "# sent_id = b\n" + word(1) + "\n\n"
 
 
-def test_crlf_misc_is_parsed_and_kept():
-    text = word(1, misc="SpaceAfter=No") + "\r\n" + word(2, head="1", deprel="dep") + "\r\n"
-    (sentence,) = parse_conllu(text)
-    assert sentence.misc == [{"SpaceAfter": "No"}, None]
-    assert sentence.to_conllu().startswith(text)
+def test_crlf_line_ends_are_read_as_lf(tmp_path):
+    """Written back, a CRLF file has LF line ends only: no line keeps its CR (issue 36)."""
+    lines = ["# sent_id = c", "# text = w w", word(1, misc="SpaceAfter=No"), word(2, head="1", deprel="dep")]
+    path = tmp_path / "crlf.conllu"
+    path.write_bytes(("\r\n".join(lines) + "\r\n\r\n").encode())
+    (sentence,) = read_conllu(path)
+    assert sentence.misc == [{"SpaceAfter": "No"}, None] and sentence.sent_id == "c"
+    assert sentence.to_conllu() == "\n".join(lines) + "\n\n"
 
 
 # --- validation -----------------------------------------------------------------
@@ -185,6 +189,10 @@ MALFORMED = [
     ([word(1, deprel="_")], 1, "DEPREL is '_'"),
     (["# only a comment", "# another"], 1, "sentence has no words"),
     (["1-2\tww\t_\t_\t_\t_\t_\t_\t_\t_"], 1, "sentence has no words"),
+    ([word(1, form="w\x00")], 1, "FORM holds the control character U+0000 (not allowed in CoNLL-U)"),
+    ([word(1), word(2, head="1", deprel="dep", misc="a\rb")], 2, "MISC holds the control character U+000D"),
+    ([word(1, upos="X\x0c")], 1, "UPOS holds the control character U+000C"),
+    ([word(1, form="a\u2028b")], 1, "FORM holds the control character U+2028"),
 ]
 
 
@@ -309,12 +317,29 @@ def test_sentences_from_tokens():
     tagged.set_tree([-1, 0, 1], [None, "root", "punct"])
     (reread,) = parse_conllu(tagged.to_conllu())
     assert reread.heads == [-1, 0, 1] and reread.upos == ["INTJ", "PUNCT"]
-    with pytest.raises(ConlluError, match=r"^<tokens>:2: token 1: form 'a\\tb'"):
-        sentences_from_tokens([["ok"], ["a\tb"]])
     with pytest.raises(ConlluError, match="<tokens>:1: sentence has no words"):
         sentences_from_tokens([[]])
     with pytest.raises(TypeError, match="sentence 1: expected a list of tokens"):
         sentences_from_tokens(["Hello world"])
+    (untagged,) = sentences_from_tokens([[("Hi", None)]])
+    assert untagged.upos == [None]
+
+
+@pytest.mark.parametrize("tokens, message", [
+    ([["ok"], ["a\tb"]], "sentence 2, token 1: form 'a\\tb' contains a TAB"),
+    ([["ok", ("b", "")]], "sentence 1, token 2: UPOS '' is empty"),
+    ([["a\x00b"]], "sentence 1, token 1: form 'a\\x00b' contains the control character U+0000"),
+    ([["The", 5]], "sentence 1, token 2: expected a form or a (form, upos) pair of strings, got 5 (int)"),
+    ([[b"The"]], "sentence 1, token 1: expected a form or a (form, upos) pair of strings, got b'The' (bytes)"),
+    ([[("a", "B", "c", "d")]], "sentence 1, token 1: expected a form or a (form, upos) pair of strings, "
+                               "got ('a', 'B', 'c', 'd') (tuple)"),
+    ([[("a", 5)]], "sentence 1, token 1: expected a form or a (form, upos) pair of strings, got ('a', 5) (tuple)"),
+    ([["a"], None], "sentence 2: expected a list of tokens, got None (NoneType)"),
+])
+def test_tokens_that_cannot_be_conllu_are_value_errors_naming_their_place(tokens, message):
+    with pytest.raises(TokenError) as refused:
+        sentences_from_tokens(tokens)
+    assert str(refused.value) == message and isinstance(refused.value, (ValueError, KgparserError))
 
 
 def test_write_to_open_file_and_stdout(capsys):

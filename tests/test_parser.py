@@ -107,3 +107,18 @@ def test_bad_checkpoints_are_reported(tmp_path):
     torch.save({"format": "other"}, tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="not a kgparser checkpoint"):
         Parser.load(tmp_path / "other.pt")
+
+
+@pytest.mark.parametrize("data, where, got", [
+    ([["The", 5]], "sentence 1, token 2", "got 5 (int)"),
+    ([["The", "dog"], [b"The"]], "sentence 2, token 1", "got b'The' (bytes)"),
+    ([[("The", "DET", "_", "x")]], "sentence 1, token 1", "got ('The', 'DET', '_', 'x') (tuple)"),
+    ([["The", None]], "sentence 1, token 2", "got None (NoneType)"),
+    ([["The"], None], "sentence 2", "got None (NoneType)"),
+    ([["The", "d\x00g"]], "sentence 1, token 2", "form 'd\\x00g' contains the control character U+0000"),
+    (None, "expected a CoNLL-U path", "got NoneType"),
+])
+def test_tokens_that_are_not_text_are_a_value_error_naming_their_place(checkpoint, data, where, got):
+    with pytest.raises(ValueError) as refused:
+        Parser.load(checkpoint).parse(data)
+    assert str(refused.value).startswith(where) and got in str(refused.value)

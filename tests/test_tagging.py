@@ -13,7 +13,7 @@ import torch
 
 from kgparser.cli import main
 from kgparser.config import ConfigError, config_from_dict
-from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path, write_conllu
+from kgparser.conllu_io import ConlluError, parse_conllu, read_conllu, sample_data_path, write_conllu
 from kgparser.errors import KgparserError
 from kgparser.evaluation import evaluate
 from kgparser.model import Model
@@ -314,6 +314,15 @@ def test_pretokenized_text_reads_one_sentence_per_line():
     assert [s.forms for s in sentences] == [["The", "dog", "barks", "."], ["Hi", "there"]]
     assert [(s.sent_id, s.text, s.line) for s in sentences] == [("1", "The dog barks .", 1), ("2", "Hi there", 3)]
     assert sentences[0].upos == [None] * 4 and sentences[0].heads == [-1] * 5
+
+
+def test_pretokenized_text_with_crlf_line_ends_and_control_characters(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"The dog\r\n\r\nbarks .\r\n")
+    assert [s.to_conllu().count("\r") for s in read_tokenized(source)] == [0, 0]
+    source.write_bytes(b"The dog\r\nba\x00rks .\r\n")
+    with pytest.raises(ConlluError, match=r"in\.txt:2: token 1 holds the control character U\+0000"):
+        read_tokenized(source)
 
 
 def test_plain_text_in_conllu_out(tagger_checkpoint, tmp_path, capsys):
