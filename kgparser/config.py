@@ -37,6 +37,7 @@ POS_COLUMNS = ("upos", "xpos")
 #: distribution (read by the upper BiLSTM layers, see kgparser/model/network.py), or not at all
 TAG_INPUTS = ("gold", "predicted", "soft", "none")
 DEVICES = ("cpu", "cuda")
+POOLINGS = ("mean", "first")
 
 
 class ConfigError(KgparserError):
@@ -130,6 +131,8 @@ class DataConfig:
     projectivize: bool = False
     #: keep only the first N training sentences (null: all)
     max_train_sentences: Optional[int] = None
+    #: the language code of the text (spaCy's, e.g. en), for parsing raw text (null: from a UD train file name)
+    lang: Optional[str] = None
 
 
 @dataclass
@@ -147,6 +150,27 @@ class PretrainedConfig:
     max_extra_words: int = 20000
     #: keep the vectors fixed during training
     freeze: bool = False
+
+
+@dataclass
+class EncoderConfig:
+    """A pretrained transformer encoder under the BiLSTM, always frozen (its states
+    are features: :mod:`kgparser.model.encoder`, mixed by :mod:`kgparser.model.mix`)."""
+
+    #: a Hugging Face model folder (relative: to the YAML file's folder) or a hub name; null: none
+    path: Optional[str] = None
+    #: run only the bottom N transformer layers (null: all; 0: the token-embedding table alone)
+    layers: Optional[int] = None
+    #: a word's vector from its subwords' states: their ``mean`` or the ``first``
+    pooling: str = "mean"
+    #: size of the projected mix of the states, concatenated with the other input vectors
+    dim: int = 256
+    #: subwords per window for long sentences (null: as many as the model's positions allow)
+    window: Optional[int] = None
+    #: subwords shared by consecutive windows (null: half a window)
+    overlap: Optional[int] = None
+    #: torch dynamic int8 quantization of the encoder's linear layers (faster on CPU, slightly less exact)
+    quantize: bool = False
 
 
 @dataclass
@@ -212,6 +236,7 @@ class ModelConfig:
     #: replace a word by UNK with probability alpha / (count + alpha)
     word_dropout: float = 0.25
     pretrained: PretrainedConfig = field(default_factory=PretrainedConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
 
 
 @dataclass
@@ -271,18 +296,20 @@ _CHOICES = {
     "model.pos": POS_COLUMNS,
     "model.tag_input": TAG_INPUTS,
     "model.root_choice": ROOT_CHOICES,
+    "model.encoder.pooling": POOLINGS,
     "device": DEVICES,
 }
 _NON_NEGATIVE = {
     "seed", "threads", "model.word_dim", "model.pos_dim", "model.char_dim", "model.lstm_dropout",
     "model.word_dropout", "model.pretrained.max_extra_words",
     "training.explore_after_epochs", "training.margin", "training.clip",
-    "model.tagger.hidden", "model.tagger.loss_weight",
+    "model.tagger.hidden", "model.tagger.loss_weight", "model.encoder.layers", "model.encoder.overlap",
 }
 #: a run trains at least one epoch on at least one sentence (``data.max_train_sentences: null``: all)
 _POSITIVE = {
     "model.char_hidden", "model.lstm_layers", "model.lstm_hidden", "model.mlp_hidden",
     "training.batch_size", "training.lr", "training.epochs", "data.max_train_sentences",
+    "model.encoder.dim", "model.encoder.window",
 }
 _DATA_PATHS = ("train", "dev", "test")
 
@@ -392,6 +419,7 @@ def _validate(config: Config, source: str) -> None:
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
     _validate_tagging(config.model, source)
+    _validate_encoder(config.model.encoder, source)
     from .transitions import system_class
 
     try:
@@ -428,6 +456,13 @@ def _validate_tagging(model: ModelConfig, source: str) -> None:
             raise ConfigError(f"{source}: model.tag_input: {model.tag_input} needs model.lstm_layers >= 2 and "
                               f"model.pos_dim > 0 (the tagger reads the first BiLSTM layer, the upper layers "
                               f"its tags); or use model.tag_input: none")
+
+
+def _validate_encoder(encoder: EncoderConfig, source: str) -> None:
+    """Windows must advance: the overlap is shorter than the window."""
+    if encoder.window is not None and encoder.overlap is not None and encoder.overlap >= encoder.window:
+        raise ConfigError(f"{source}: model.encoder.overlap: must be < model.encoder.window ({encoder.window}), "
+                          f"got {encoder.overlap}")
 
 
 def _get(config: Any, path: str) -> Any:
@@ -474,7 +509,9 @@ def config_from_dict(raw: dict, source: str = "<config>", base_dir: str | Path |
     return config
 
 
-_INPUT_PATHS = tuple(f"data.{name}" for name in _DATA_PATHS) + ("model.pretrained.path",)
+_INPUT_PATHS = tuple(f"data.{name}" for name in _DATA_PATHS) + ("model.pretrained.path", "model.encoder.path")
+#: input paths that may instead name a model on the Hugging Face hub: resolved only where the folder exists
+_HUB_PATHS = ("model.encoder.path",)
 
 
 def _resolve_paths(config: Config, base: Path, cwd_keys: frozenset) -> None:
@@ -482,6 +519,8 @@ def _resolve_paths(config: Config, base: Path, cwd_keys: frozenset) -> None:
         value = _get(config, path)
         if value and not Path(value).is_absolute():
             root = Path.cwd() if path in cwd_keys else base
+            if path in _HUB_PATHS and not (root / value).exists():
+                continue
             owner_path, _, attr = path.rpartition(".")
             setattr(_get(config, owner_path), attr, str((root / value).resolve()))
 

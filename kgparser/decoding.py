@@ -191,7 +191,7 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
                 if start % table_span == 0 and model.config.model.char_dim:
-                    char_table = model.char_table([sentences[i] for i in order[start:start + table_span]])
+                    char_table = model.inputs.char_table([sentences[i] for i in order[start:start + table_span]])
                 batch_constraints = [_as_constraint(constraints[i]) for i in chosen] if constraints else None
                 trees, batch_tags, failed = _decode_batch(model, sentences, chosen, batch_constraints, choice,
                                                           tags is not None, char_table)

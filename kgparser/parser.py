@@ -48,6 +48,7 @@ from .decoding import DecodingConstraint, DecodingError, _collector_paused
 from .errors import KgparserError
 from .model import Model
 from .model.checkpoint import CheckpointError, load_checkpoint
+from .model.encoder import EncoderError
 from .plaintext import is_text_format, read_tokenized
 from .tagging import TagReport, parse_tagged
 from .tree_repair import ROOT_CHOICES
@@ -150,14 +151,19 @@ class Parser:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
-             threads: int | None = None) -> "Parser":
+             threads: int | None = None, encoder: str | Path | None = None) -> "Parser":
+        """The parser of checkpoint ``path``; ``encoder``: where the pretrained encoder
+        of a model that has one is now (a folder or hub name), if it has moved since
+        training (it must be the same encoder: its fingerprint is checked)."""
         if threads:
             torch.set_num_threads(threads)
         data = load_checkpoint(path)
         try:
-            model = Model.from_data(data["model"])
+            model = Model.from_data(data["model"], encoder=encoder)
         except (KeyError, ValueError, RuntimeError) as exc:
             raise CheckpointError(f"{path}: inconsistent checkpoint: {exc}") from None
+        except EncoderError as error:
+            raise type(error)(f"{path}: {error}") from None
         return cls(model.to(device), batch_size)
 
     @property

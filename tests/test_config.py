@@ -1,4 +1,5 @@
 """YAML config: defaults, validation errors naming file and key, overrides, saving."""
+import re
 import sys
 from pathlib import Path
 
@@ -205,3 +206,24 @@ def test_grid_files_read_floats_as_config_files_do(tmp_path):
     grid.write_text("base: exp.yaml\nset: {training.lr: 1e-4}\naxes: {seed: [1]}\n", encoding="utf-8")
     loaded = load_grid(grid)
     assert run_config(loaded, loaded.runs[0]).training.lr == 1e-4
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("model: {encoder: {pooling: last}}", "model.encoder.pooling: 'last' is not one of mean, first"),
+    ("model: {encoder: {dim: 0}}", "model.encoder.dim: must be > 0"),
+    ("model: {encoder: {layers: -1}}", "model.encoder.layers: must be >= 0"),
+    ("model: {encoder: {window: 0}}", "model.encoder.window: must be > 0"),
+    ("model: {encoder: {window: 8, overlap: 8}}", "model.encoder.overlap: must be < model.encoder.window (8)"),
+    ("model: {encoder: {quantise: true}}", "unknown key 'model.encoder.quantise' (did you mean 'quantize'?)"),
+])
+def test_encoder_settings_are_checked(tmp_path, text, fragment):
+    with pytest.raises(ConfigError, match=re.escape(f"exp.yaml: {fragment}")):
+        load_config(write(tmp_path, text))
+
+
+def test_an_encoder_path_is_a_folder_beside_the_config_or_a_hub_name(tmp_path):
+    (tmp_path / "bert").mkdir()
+    assert load_config(write(tmp_path, "model: {encoder: {path: bert}}")).model.encoder.path == \
+        str((tmp_path / "bert").resolve())
+    assert load_config(write(tmp_path, "model: {encoder: {path: FacebookAI/xlm-roberta-base}}")).model.encoder.path \
+        == "FacebookAI/xlm-roberta-base"

@@ -240,7 +240,7 @@ def char_model_and_sentences():
 
 def test_a_char_table_gives_each_form_the_vector_its_batch_computes():
     model, sentences = char_model_and_sentences()
-    table = model.char_table(sentences, group=3)
+    table = model.inputs.char_table(sentences, group=3)
     with torch.no_grad():
         for batch in (sentences[:2], sentences[2:]):
             alone = model.inputs(batch)

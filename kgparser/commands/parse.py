@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "other at every LSTM step; 0: torch's choice, one per core)")
     parser.add_argument("--lenient", action="store_true",
                         help="skip sentences that cannot be read (counted on stderr; they are missing from the "
+    parser.add_argument("--encoder", default=None, metavar="PATH",
+                        help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
+                             "if it has moved (a folder or hub name; it must be the same encoder)")
                              "output unless --keep-skipped). A file that cannot be read to its end, such as a "
                              "truncated .gz, is still an error")
     parser.add_argument("--keep-skipped", action="store_true",
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
     _check_output(args)
     with _one_line_warnings():
-        parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads)
+        parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads,
+                             encoder=args.encoder)
         started = time.perf_counter()
         sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout,
                                       lenient=args.lenient, keep_skipped=args.keep_skipped,

@@ -3,7 +3,8 @@
 Representations", TACL 4, section 3 (greedy transition-based parser).
 
 Each token (the artificial ROOT first, at position 0) is the concatenation of
-a word embedding, a tag embedding and optionally a pretrained vector and a
+a word embedding, a tag embedding and optionally a pretrained vector, a mix
+of a frozen transformer's states (:mod:`kgparser.model.mix`) and a
 character-BiLSTM vector; a multi-layer BiLSTM reads the sentence once.  A
 parser state is represented by the BiLSTM vectors of the positions its
 transition system declares, each with the vectors of its leftmost and
@@ -40,6 +41,7 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..config import ModelConfig
+from .mix import EncoderMix
 from .tagger import TAG_CLASS_OFFSET, TagHeads
 
 SLOTS_PER_POSITION = 3  # the position itself, its leftmost and its rightmost modifier
@@ -48,8 +50,9 @@ SLOTS_PER_POSITION = 3  # the position itself, its leftmost and its rightmost mo
 class Network(nn.Module):
     def __init__(self, cfg: ModelConfig, *, n_words: int, n_tags: int, n_chars: int, n_ext: int,
                  ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int,
-                 tag_classes: dict[str, int] | None = None):
-        """``tag_classes``: number of classes of each column the tagger predicts (none: no tagger)."""
+                 tag_classes: dict[str, int] | None = None, encoder_states: tuple[int, int] = (0, 0)):
+        """``tag_classes``: number of classes of each column the tagger predicts (none: no tagger);
+        ``encoder_states``: how many states of what size the encoder gives each word (none: no encoder)."""
         super().__init__()
         self.n_slots = n_positions * SLOTS_PER_POSITION
         # with a separate label MLP the two hidden layers are computed as one of twice
@@ -67,6 +70,8 @@ class Network(nn.Module):
         in_dim += 0 if self.hierarchical else tag_dim
         self.ext_emb = nn.Embedding(n_ext, ext_dim, padding_idx=0) if n_ext else None
         in_dim += ext_dim if n_ext else 0
+        self.encoder_mix = EncoderMix(*encoder_states, cfg.encoder.dim) if encoder_states[0] else None
+        in_dim += cfg.encoder.dim if encoder_states[0] else 0
         if cfg.char_dim:
             self.char_emb = nn.Embedding(n_chars, cfg.char_dim, padding_idx=0)
             self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden, batch_first=True, bidirectional=True)
@@ -168,7 +173,7 @@ class Network(nn.Module):
 
     def _input_vectors(self, inputs: dict) -> torch.Tensor:
         """What the first BiLSTM layer reads for each padded position: word, tag (not in
-        a hierarchical model), pretrained and character vectors, concatenated."""
+        a hierarchical model), pretrained, encoder and character vectors, concatenated."""
         parts = []
         if self.word_emb is not None:
             parts.append(self.word_emb(inputs["words"]))
@@ -176,6 +181,8 @@ class Network(nn.Module):
             parts.append(self.tag_emb(inputs["tags"]))
         if self.ext_emb is not None:
             parts.append(self.ext_emb(inputs["ext"]))
+        if self.encoder_mix is not None:
+            parts.append(self.encoder_mix(inputs["encoder"]))
         if self.char_lstm is not None:
             parts.append(self._batch_char_vectors(inputs)[inputs["char_index"]])
         return torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]

@@ -119,6 +119,8 @@ class Trainer:
         self.config = config
         cfg = config.training
         self.system = model.system
+        # each sentence's encoder states are computed in the first epoch and kept
+        model.inputs.keep_all_states()
         self.policy = ExplorationPolicy(cfg.margin, cfg.p_agg)
         params = [p for p in model.network.parameters() if p.requires_grad]
         self.optimizer = _adam(params, cfg.lr, (cfg.beta1, cfg.beta2))

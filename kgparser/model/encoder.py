@@ -1,0 +1,335 @@
+"""A frozen pretrained transformer encoder under the BiLSTM: the states of every
+word of a sentence, read through Hugging Face ``transformers`` (the optional
+extra ``kgparser[transformers]``).
+
+:meth:`Encoder.word_states` gives, per sentence of ``n`` words, a tensor
+``[n + 1, S, H]``: row 0 (ROOT) is the state of the tokenizer's leading special
+token (``[CLS]``, ``<s>``; zeros for a tokenizer without one), row ``w`` the
+pooled states of word ``w``'s subwords; the ``S`` states are the embedding
+output and the output of each transformer layer run, which the network mixes
+with learned weights (Peters et al. 2018, ELMo's scalar mix; Kondratyuk &
+Straka 2019, UDify's layer attention: :mod:`kgparser.model.mix`).  Tokens
+come from the fast tokenizer on the words as given (``is_split_into_words``),
+so every subword belongs to one word (``word_ids``).
+
+* ``layers`` (config ``model.encoder.layers``): only the bottom N layers are
+  kept and run (the middle layers carry the most syntax, and the top ones
+  cost time); ``0`` keeps the token-embedding table alone: each subword's
+  vector is a lookup, with no position and no transformer run.
+* Pooling: the ``mean`` or the ``first`` of a word's subwords, leaving out a
+  bare word-boundary piece (SentencePiece's lone ``▁``, byte-level BPE's
+  ``Ġ``) unless the word has nothing else: it says where a word starts, not
+  what it is.
+* A word the tokenizer drops entirely (empty after its normalisation, e.g. a
+  zero-width space) is read as the tokenizer's unknown token in its place,
+  so it keeps a position in the context and gets a state like other words.
+* Long sentences are encoded in windows of ``window`` subwords (by default as
+  many as the model's positions allow) overlapping by ``overlap``; each
+  subword takes its state from the window where it is most central, so none
+  is cut off and each sees at least about ``overlap / 2`` subwords of context
+  on every side that has them.  ROOT's state comes from the first window.
+
+The encoder is frozen: no gradient reaches it, it runs in evaluation mode
+(no dropout), so a sentence's states are a function of its words, which
+:class:`~kgparser.model.inputs.Inputs` caches.  States are returned in
+float16 (the cache holds many), always, so cached and fresh states are equal.
+
+A checkpoint names the encoder (its path or hub name) and stores its
+:attr:`Encoder.fingerprint` (sha256 of the configuration, tokenizer and weight
+files), not its weights.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..config import EncoderConfig
+from ..errors import KgparserError
+
+#: a bare word-boundary piece: SentencePiece's and byte-level BPE's word-start markers
+BOUNDARY_PIECES = ("▁", "Ġ")
+#: padded subwords the transformer reads per call
+TOKENS_PER_CALL = 4096
+#: state storage type: half the memory of float32 for the training cache
+STATE_DTYPE = torch.float16
+#: the files that make an encoder what it is (besides the weights)
+_DESCRIPTION_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                      "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt", "*.model")
+_WEIGHT_FILES = (("*.safetensors", "*.safetensors.index.json"), ("pytorch_model*.bin", "pytorch_model*.bin.index.json"))
+
+
+class EncoderError(KgparserError):
+    """The encoder cannot be loaded or used as configured."""
+
+
+class EncoderNotFound(EncoderError):
+    """No model is where the encoder's path or hub name points."""
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise EncoderError('model.encoder: needs Hugging Face transformers: pip install "kgparser[transformers]"') \
+            from None
+    return transformers
+
+
+def fingerprint(folder: Path) -> str:
+    """sha256 over the names and bytes of a model folder's configuration,
+    tokenizer and weight files (the weights transformers loads: safetensors
+    where there are any, else the PyTorch ``.bin`` files)."""
+    files = [p for pattern in _DESCRIPTION_FILES for p in folder.glob(pattern)]
+    for patterns in _WEIGHT_FILES:
+        weights = [p for pattern in patterns for p in folder.glob(pattern)]
+        if weights:
+            files += weights
+            break
+    digest = hashlib.sha256()
+    for path in sorted(set(files)):
+        digest.update(path.name.encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+class Encoder:
+    """A frozen transformer giving per-word states (see the module docstring)."""
+
+    def __init__(self, cfg: EncoderConfig):
+        transformers = _transformers()
+        self.name = cfg.path
+        self.pooling = cfg.pooling
+        local = Path(cfg.path).is_dir()
+        if not local and Path(cfg.path).is_absolute():
+            raise EncoderNotFound(f"model.encoder.path: {cfg.path}: no such folder")
+        with _quiet(transformers):
+            try:
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(cfg.path, local_files_only=local)
+                model = transformers.AutoModel.from_pretrained(cfg.path, local_files_only=local)
+            except (OSError, ValueError) as error:
+                raise EncoderNotFound(f"model.encoder.path: {cfg.path}: cannot load it as a Hugging Face model "
+                                   f"folder or hub name ({_first_line(error)})") from None
+        if not self.tokenizer.is_fast:
+            raise EncoderError(f"model.encoder.path: {cfg.path}: has no fast tokenizer (tokenizer.json), "
+                               f"which aligns subwords with words")
+        self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
+        self.prefix, self.suffix = self._special_tokens()
+        self.boundary_ids = {self.tokenizer.convert_tokens_to_ids(piece) for piece in BOUNDARY_PIECES
+                             if piece in self.tokenizer.get_vocab()}
+        total = model.config.num_hidden_layers
+        self.layers = total if cfg.layers is None else cfg.layers
+        if self.layers > total:
+            raise EncoderError(f"model.encoder.layers: {self.layers}: {cfg.path} has {total} layers")
+        self.table = model.get_input_embeddings() if self.layers == 0 else None
+        self.model = None if self.layers == 0 else _prepared(model, self.layers, cfg.quantize)
+        self.n_states = 1 if self.layers == 0 else self.layers + 1
+        self.dim = self.table.embedding_dim if self.table is not None else model.config.hidden_size
+        self.window, self.overlap = self._windows(cfg, model.config)
+        self.device = torch.device("cpu")
+
+    def _special_tokens(self) -> tuple[list[int], list[int]]:
+        """The ids the tokenizer puts before and after a sentence's subwords."""
+        encoded = self.tokenizer([["a"]], is_split_into_words=True)
+        ids, words = encoded["input_ids"][0], encoded.word_ids(0)
+        inside = [k for k, word in enumerate(words) if word is not None]
+        return ids[:inside[0]], ids[inside[-1] + 1:]
+
+    def _windows(self, cfg: EncoderConfig, config) -> tuple[int, int]:
+        """Subwords per window and the overlap of consecutive windows."""
+        specials = len(self.prefix) + len(self.suffix)
+        limit = min(self.tokenizer.model_max_length, getattr(config, "max_position_embeddings", 512)) - specials
+        window = limit if cfg.window is None else cfg.window
+        if window > limit:
+            raise EncoderError(f"model.encoder.window: {window}: {cfg.path} reads at most {limit} subwords "
+                               f"(plus {specials} special tokens)")
+        overlap = window // 2 if cfg.overlap is None else cfg.overlap
+        if overlap >= window:
+            raise EncoderError(f"model.encoder.overlap: must be < the window ({window} subwords), got {overlap}")
+        return window, overlap
+
+    def to(self, device: str | torch.device) -> "Encoder":
+        self.device = torch.device(device)
+        for module in (self.model, self.table):
+            if module is not None:
+                module.to(self.device)
+        return self
+
+    # -- states ---------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def word_states(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """Per sentence of ``n`` words, its states ``[n + 1, S, H]`` (float16, on the
+        CPU; ROOT first), computed in batches of sentences of similar length."""
+        pieces = [self._pieces(words) for words in sentences]
+        results: list = [None] * len(sentences)
+        order = sorted(range(len(sentences)), key=lambda i: len(pieces[i][0]))
+        for batch in self._batches(order, pieces):
+            for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch])):
+                results[i] = self._pooled(states, *pieces[i][1:], len(sentences[i])).to("cpu", STATE_DTYPE)
+        return results
+
+    def _pieces(self, words: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """A sentence's subword ids, the word (1-based) of each, and which of them
+        a word's vector pools (not a bare word-boundary piece, unless the word has no other)."""
+        ids, owners = self._tokenized(words)
+        if len(set(owners)) < len(words):  # words the tokenizer dropped: read as unknown tokens
+            unknown = self.tokenizer.unk_token or ""
+            present = set(owners)
+            ids, owners = self._tokenized([w if k in present else unknown for k, w in enumerate(words)])
+        owner = np.asarray(owners, dtype=np.int64) + 1
+        pooled = ~np.isin(np.asarray(ids, dtype=np.int64), list(self.boundary_ids))
+        has_content = np.zeros(len(words) + 1, dtype=bool)
+        has_content[owner[pooled]] = True
+        pooled |= ~has_content[owner]
+        return ids, owner, pooled
+
+    def _tokenized(self, words: Sequence[str]) -> tuple[list[int], list[int]]:
+        if not words:
+            return [], []
+        encoded = self.tokenizer([list(words)], is_split_into_words=True, add_special_tokens=False, verbose=False)
+        return encoded["input_ids"][0], encoded.word_ids(0)
+
+    def _batches(self, order: list[int], pieces: list) -> list[list[int]]:
+        """Consecutive runs of ``order`` whose padded windows hold about
+        :data:`TOKENS_PER_CALL` subwords."""
+        batches, batch, windows, longest = [], [], 0, 0
+        for i in order:
+            count = len(pieces[i][0])
+            size = min(count, self.window) + len(self.prefix) + len(self.suffix)
+            added = len(_window_starts(count, self.window, self.overlap))
+            if batch and (windows + added) * max(longest, size) > TOKENS_PER_CALL:
+                batches.append(batch)
+                batch, windows, longest = [], 0, 0
+            batch.append(i)
+            windows, longest = windows + added, max(longest, size)
+        return batches + [batch] if batch else batches
+
+    def _piece_states(self, sentences: list[list[int]]) -> list[torch.Tensor]:
+        """Per sentence (given by its subword ids), ``[1 + subwords, S, H]``: the
+        leading special token's states, then each subword's."""
+        if self.table is not None:
+            return [self.table(torch.tensor(self.prefix[:1] + ids, dtype=torch.int64, device=self.device))
+                    .unsqueeze(1) for ids in sentences]
+        windows = [(j, start) for j, ids in enumerate(sentences)
+                   for start in _window_starts(len(ids), self.window, self.overlap)]
+        texts = [self.prefix + sentences[j][start:start + self.window] + self.suffix for j, start in windows]
+        states = self._run(texts)  # [windows, longest, S, H]
+        flat = states.reshape(-1, *states.shape[2:])
+        first_window = {}
+        for k, (j, _) in enumerate(windows):
+            first_window.setdefault(j, k)
+        out = []
+        for j, ids in enumerate(sentences):
+            starts = [start for jj, start in windows if jj == j]
+            rows = _central_rows(len(ids), starts, self.window, len(self.prefix), states.shape[1]) + first_window[j] * states.shape[1]
+            root = flat[first_window[j] * states.shape[1]].unsqueeze(0)
+            if not self.prefix:
+                root = torch.zeros_like(root)
+            out.append(torch.cat([root, flat[torch.from_numpy(rows).to(self.device)]]))
+        return out
+
+    def _run(self, texts: list[list[int]]) -> torch.Tensor:
+        """The stacked hidden states ``[texts, longest, S, H]`` of right-padded id lists."""
+        longest = max(map(len, texts))
+        ids = torch.full((len(texts), longest), self.tokenizer.pad_token_id or 0, dtype=torch.int64)
+        mask = torch.zeros((len(texts), longest), dtype=torch.int64)
+        for k, text in enumerate(texts):
+            ids[k, :len(text)] = torch.tensor(text, dtype=torch.int64)
+            mask[k, :len(text)] = 1
+        output = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                            output_hidden_states=True)
+        return torch.stack(output.hidden_states, dim=2).float()
+
+    def _pooled(self, states: torch.Tensor, owner: np.ndarray, pooled: np.ndarray, n: int) -> torch.Tensor:
+        """``[n + 1, S, H]``: ROOT's states, then each word's pooled subword states
+        (zeros for a word without subwords, which only a tokenizer without an unknown token leaves)."""
+        words = torch.zeros((n + 1, *states.shape[1:]), dtype=states.dtype, device=states.device)
+        words[0] = states[0]
+        pieces = states[1:]
+        if self.pooling == "first":
+            owners, first = np.unique(owner[pooled], return_index=True)
+            chosen = np.flatnonzero(pooled)[first]
+            words[torch.from_numpy(owners)] = pieces[torch.from_numpy(chosen)]
+            return words
+        keep = torch.from_numpy(np.flatnonzero(pooled))
+        index = torch.from_numpy(owner[pooled]).to(states.device)
+        counts = np.bincount(owner[pooled], minlength=n + 1)[1:]
+        words.index_add_(0, index, pieces[keep.to(states.device)])
+        words[1:] /= torch.from_numpy(np.maximum(counts, 1)).to(states).view(-1, 1, 1)
+        return words
+
+
+def _window_starts(count: int, window: int, overlap: int) -> list[int]:
+    """First subword of each window over ``count`` subwords (one window for a
+    short sentence, the last ending at the sentence's end)."""
+    if count <= window:
+        return [0]
+    return list(range(0, count - window, window - overlap)) + [count - window]
+
+
+def _central_rows(count: int, starts: list[int], window: int, offset: int, stride: int) -> np.ndarray:
+    """For each of ``count`` subwords, its row among its sentence's windows' rows
+    (window ``k`` from row ``k * stride``, its subwords after ``offset`` leading
+    special tokens), in the window whose centre is nearest."""
+    position = np.arange(count)
+    starts = np.asarray(starts)
+    centres = starts + (min(count, window) - 1) / 2
+    chosen = np.searchsorted((centres[:-1] + centres[1:]) / 2, position)
+    return chosen * stride + offset + position - starts[chosen]
+
+
+def _prepared(model: nn.Module, layers: int, quantize: bool) -> nn.Module:
+    """The model cut to its bottom ``layers`` layers, frozen, in evaluation mode,
+    its linear layers quantized to int8 where asked."""
+    total = model.config.num_hidden_layers
+    if layers < total:
+        stacks = [(owner, name) for owner in model.modules() for name, child in owner.named_children()
+                  if isinstance(child, nn.ModuleList) and len(child) == total]
+        if not stacks:
+            raise EncoderError(f"model.encoder.layers: cannot find the {total} layers of this "
+                               f"{type(model).__name__} to keep {layers}; set model.encoder.layers: null")
+        owner, name = stacks[0]
+        setattr(owner, name, getattr(owner, name)[:layers])
+        model.config.num_hidden_layers = layers
+    model.eval().requires_grad_(False)
+    if quantize:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao
+            model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    return model
+
+
+def _snapshot_folder(name: str) -> Path:
+    """The local folder of a hub model transformers has just loaded (its cache snapshot)."""
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(name, local_files_only=True))
+
+
+@contextlib.contextmanager
+def _quiet(transformers):
+    """No progress bars or advice from transformers while loading."""
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    level = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers.utils.logging.set_verbosity(level)
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,208 @@
+"""What a batch of sentences turns into for the network: padded word, tag and
+pretrained-word ids, character ids or vectors, and the frozen encoder's states.
+
+:class:`Inputs` owns the mapping from the vocabularies to tensors and the
+cache of encoder states (:class:`StateCache`): the states of a sentence are a
+function of its words alone (the encoder is frozen, in evaluation mode), so
+they are computed once and reused, in training every epoch, at parse time for
+repeated sentences.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from typing import NamedTuple, Sequence
+
+import numpy as np
+import torch
+
+from ..config import Config
+from ..vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
+from .embeddings import lookup_id
+
+EXT_PAD, EXT_UNK = 0, 1
+ROOT_FORM = "\0root"  # ROOT's key among the forms whose character vectors a batch reads
+#: sentences whose encoder states a parsing model keeps (training keeps all: :meth:`Inputs.keep_all_states`)
+PARSE_CACHE_SENTENCES = 1024
+
+
+class CharTable(NamedTuple):
+    """Character vectors computed ahead (:meth:`Inputs.char_table`): ``rows`` maps each
+    form to its row of ``vectors``, whose last row is the zero vector of padding."""
+    rows: dict[str, int]
+    vectors: torch.Tensor
+
+
+class StateCache:
+    """Encoder states by sentence (the tuple of its forms); past ``limit``
+    sentences the least recently used go (``None``: none go)."""
+
+    def __init__(self, limit: int | None = PARSE_CACHE_SENTENCES):
+        self.limit = limit
+        self.items: OrderedDict[tuple[str, ...], torch.Tensor] = OrderedDict()
+
+    def states(self, encoder, sentences: Sequence) -> list[torch.Tensor]:
+        """The states of each sentence, computed by ``encoder`` where not cached
+        (each distinct missing sentence once, all in one call)."""
+        keys = [tuple(sentence.forms) for sentence in sentences]
+        missing = list(dict.fromkeys(key for key in keys if key not in self.items))
+        self.items.update(zip(missing, encoder.word_states(missing)))
+        found = [self.items[key] for key in keys]
+        for key in keys:
+            self.items.move_to_end(key)
+        while self.limit is not None and len(self.items) > self.limit:
+            self.items.popitem(last=False)
+        return found
+
+
+class Inputs:
+    """The tensors of a batch (:meth:`__call__`) for a model's vocabularies,
+    pretrained words, network (character vectors) and encoder."""
+
+    def __init__(self, config: Config, vocabs: Vocabularies, ext_index: dict[str, int], network, encoder=None):
+        self.config, self.vocabs, self.ext_index = config, vocabs, ext_index
+        self.network, self.encoder = network, encoder
+        self.word_counts = np.array(vocabs.words.counts, dtype=np.float64)
+        self.states = StateCache()
+        self.device = torch.device("cpu")
+
+    def keep_all_states(self) -> None:
+        """Cache the encoder states of every sentence seen (training: each sentence
+        is encoded once, in the first epoch)."""
+        self.states.limit = None
+
+    def __call__(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
+                 char_table: CharTable | None = None) -> dict:
+        """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
+        row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
+        With ``rng``, word dropout
+        replaces a word seen ``c`` times in training by UNK with probability a/(c+a), and
+        tag dropout a tag with probability ``pos_dropout``.  A model that reads its own
+        predicted tags (``model.tag_input: predicted`` or ``soft``) reads instead the
+        sentences' tags where they are known tags and ``given_tags`` is true (at parse
+        time: the user's tags), and predicts the others (in training: all).  A model
+        with characters reads their vectors from ``char_table`` where given (it must
+        hold every form of the batch), else computes them for the batch.  A model with
+        an encoder reads its states ``[batch, width, S, H]`` (``encoder``)."""
+        cfg = self.config.model
+        width = max(s.n for s in sentences) + 1
+        words, tags, ext = self._index_arrays(sentences, width)
+        if rng is not None:
+            self._drop_inputs(words, tags, rng)
+        sizes = [s.n + 1 for s in sentences]
+        offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        token_rows = np.concatenate([np.arange(size) + i * width for i, size in enumerate(sizes)])
+        reverse = np.tile(np.arange(width, dtype=np.int64), (len(sentences), 1))
+        for i, size in enumerate(sizes):
+            reverse[i, :size] = reverse[i, size - 1::-1]
+        device = self.device
+        out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
+               "tag_given": torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
+               "reverse": torch.from_numpy(reverse).to(device),
+               "token_rows": torch.from_numpy(token_rows).to(device),
+               "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
+        if ext is not None:
+            out["ext"] = torch.from_numpy(ext).to(device)
+        if self.encoder is not None:
+            out["encoder"] = self._encoder_states(sentences, width)
+        if cfg.char_dim:
+            out.update(self._char_inputs(sentences, width, char_table))
+        return out
+
+    def _index_arrays(self, sentences: Sequence, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Word, tag and (with external vectors) external-word ids, one padded row per
+        sentence, ROOT first."""
+        cfg = self.config.model
+        batch = len(sentences)
+        words = np.zeros((batch, width), dtype=np.int64)
+        tags = np.zeros((batch, width), dtype=np.int64)
+        word_index, tag_index = self.vocabs.words.index, self.vocabs.tags.index
+        word_keys = (lambda forms: map(normalize_form, forms)) if cfg.normalize_words else iter
+        ext = np.zeros((batch, width), dtype=np.int64) if self.ext_index else None
+        for i, sentence in enumerate(sentences):
+            n = sentence.n
+            words[i, 0] = ROOT_ID
+            words[i, 1:n + 1] = [word_index.get(f, UNK_ID) for f in word_keys(sentence.forms)]
+            tags[i, 0] = ROOT_ID
+            tags[i, 1:n + 1] = [tag_index.get(t, UNK_ID) for t in getattr(sentence, cfg.pos)]
+            if ext is not None:
+                ext[i, 0] = EXT_UNK
+                ext[i, 1:n + 1] = [lookup_id(self.ext_index, f, EXT_UNK) for f in sentence.forms]
+        return words, tags, ext
+
+    def _drop_inputs(self, words: np.ndarray, tags: np.ndarray, rng: np.random.Generator) -> None:
+        """Word dropout (a word seen ``c`` times becomes UNK with probability a/(c+a);
+        Kiperwasser & Goldberg 2016, implementation details) and tag dropout, in place."""
+        cfg = self.config.model
+        if cfg.word_dropout > 0:
+            alpha = cfg.word_dropout
+            drop = rng.random(words.shape) < alpha / (self.word_counts[words] + alpha)
+            words[drop & (words > ROOT_ID)] = UNK_ID
+        if cfg.pos_dropout > 0:
+            tags[(rng.random(tags.shape) < cfg.pos_dropout) & (tags > ROOT_ID)] = UNK_ID
+
+    def _encoder_states(self, sentences: Sequence, width: int) -> torch.Tensor:
+        """The encoder's states of the batch, zero-padded to ``[batch, width, S, H]``."""
+        states = self.states.states(self.encoder, sentences)
+        padded = torch.zeros((len(sentences), width, *states[0].shape[1:]), dtype=states[0].dtype)
+        for i, sentence_states in enumerate(states):
+            padded[i, :len(sentence_states)] = sentence_states
+        return padded.to(self.device)
+
+    def _char_inputs(self, sentences: Sequence, width: int, table: CharTable | None = None) -> dict:
+        """Each padded position's row of the character vectors: of ``table`` where
+        given (``char_vectors``), else of the batch's own distinct forms, whose
+        characters are returned for :meth:`Network.char_vectors`."""
+        if table is None:
+            rows: dict[str, int] = {}
+            row_of = lambda form: rows.setdefault(form, len(rows))  # noqa: E731
+        else:
+            rows, row_of = table.rows, table.rows.__getitem__
+        position = np.zeros((len(sentences), width), dtype=np.int64)
+        for i, sentence in enumerate(sentences):
+            position[i, 0] = row_of(ROOT_FORM)
+            position[i, 1:sentence.n + 1] = [row_of(form) for form in sentence.forms]
+            position[i, sentence.n + 1:] = -1
+        position[position < 0] = len(rows)  # the zero row
+        index = torch.from_numpy(position).to(self.device)
+        if table is not None:
+            return {"char_vectors": table.vectors, "char_index": index}
+        chars, lengths = self._char_ids(list(rows))
+        return {"chars": chars, "char_lengths": lengths, "char_index": index}
+
+    def _char_ids(self, forms: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded character ids ``[forms, longest]`` of ``forms`` and their lengths."""
+        char_index = self.vocabs.chars.index
+        longest = max(map(_char_count, forms), default=1)
+        chars = np.zeros((len(forms), longest), dtype=np.int64)
+        lengths = np.ones(len(forms), dtype=np.int64)
+        for t, form in enumerate(forms):
+            if form == ROOT_FORM:
+                chars[t, 0] = ROOT_ID
+                continue
+            ids = [char_index.get(c, UNK_ID) for c in form] or [UNK_ID]
+            chars[t, :len(ids)] = ids
+            lengths[t] = len(ids)
+        return torch.from_numpy(chars).to(self.device), torch.from_numpy(lengths)
+
+    def char_table(self, sentences: Sequence, group: int = 1024) -> CharTable:
+        """The character vectors of every distinct form of ``sentences`` (and of ROOT),
+        each computed once however many batches read it (at parse time, see
+        :func:`kgparser.decoding.decode`), up to ``group`` forms of one length at a time."""
+        # sorted in full, not in set order: string hashes, and so the groups, change with each process
+        forms = sorted({form for sentence in sentences for form in sentence.forms} | {ROOT_FORM},
+                       key=lambda form: (_char_count(form), form))
+        parts = []
+        for _, same_length in itertools.groupby(forms, key=_char_count):
+            same_length = list(same_length)
+            for start in range(0, len(same_length), group):
+                parts.append(self.network.char_vectors(*self._char_ids(same_length[start:start + group])))
+        parts.append(parts[0].new_zeros(1, parts[0].shape[1]))
+        return CharTable({form: row for row, form in enumerate(forms)}, torch.cat(parts))
+
+
+def _char_count(form: str) -> int:
+    """How many characters the character BiLSTM reads for ``form`` (ROOT and the
+    empty form read one symbol, see :meth:`Inputs._char_ids`)."""
+    return 1 if form == ROOT_FORM else len(form) or 1
