@@ -171,10 +171,13 @@ class Parser:
         return self.model.system
 
     def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False,
-              tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None) -> list:
+              tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None,
+              lang: str | None = None) -> list:
         """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens;
         with ``input_format="text"``, a pre-tokenized text file or a list of lines
-        (one sentence per line, tokens separated by spaces: :mod:`kgparser.plaintext`).
+        (one sentence per line, tokens separated by spaces: :mod:`kgparser.plaintext`);
+        with ``input_format="raw"``, raw text (a str) or a raw text file (a Path),
+        tokenized by spaCy for ``lang`` (default :attr:`lang`: :mod:`kgparser.rawtext`).
 
         Returns Sentences with HEAD and DEPREL set (copies: inputs are left unchanged);
         every other column and comment is kept.  ``constraints``: see the module
@@ -190,7 +193,7 @@ class Parser:
         """
         if root_choice is not None and root_choice not in ROOT_CHOICES:
             raise KgparserError(f"root_choice: expected one of {', '.join(ROOT_CHOICES)}, got {root_choice!r}")
-        sentences = read_tokenized(data) if is_text_format(input_format) else self._sentences(data, lenient)
+        sentences = self._input(data, input_format, lenient, lang)
         self._warn_long(sentences)
         self.constraint_report = ConstraintReport()
         entries, unsatisfiable = None, []
@@ -212,6 +215,27 @@ class Parser:
             if entries is not None:
                 self._verify(sentence, index, entries[index], heads, labels)
         return sentences
+
+    @property
+    def lang(self) -> str | None:
+        """The language the model was trained on (:func:`kgparser.rawtext.model_language`), or None."""
+        from .rawtext import model_language
+
+        return model_language(self.model.config)
+
+    def _input(self, data, input_format: str, lenient: bool, lang: str | None) -> list:
+        if input_format == "raw":
+            from .rawtext import read_raw
+
+            return read_raw(data, lang or self.lang)
+        return read_tokenized(data) if is_text_format(input_format) else self._sentences(data, lenient)
+
+    def render(self, data, picture_format: str = "html", **options) -> str:
+        """Parse ``data`` (``options`` are :meth:`parse`'s) and draw each sentence's
+        tree: an HTML page or one SVG picture (:mod:`kgparser.render`)."""
+        from .render import render
+
+        return render(self.parse(data, **options), picture_format)
 
     def _warn_long(self, sentences: Sequence) -> None:
         """One :class:`LongSentenceWarning` for the sentences longer than the
@@ -311,11 +335,14 @@ class Parser:
             return [s.copy() for s in items]
         return sentences_from_tokens(items)
 
-    def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, **options) -> list:
+    def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, output_format: str = "conllu",
+                   **options) -> list:
         """Parse a CoNLL-U file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
         open text file) and return the parsed sentences (with ``skipped``, see
         :meth:`parse`); ``options`` are :meth:`parse`'s (``constraints``,
-        ``on_bad_constraints``, ``lenient``, ``tags``, ``input_format``).  ``keep_skipped`` reads leniently
+        ``on_bad_constraints``, ``lenient``, ``tags``, ``input_format``, ``lang``).
+        ``output_format``: ``conllu``, or ``html`` / ``svg`` for pictures of the trees
+        (:mod:`kgparser.render`).  ``keep_skipped`` reads leniently
         and writes each sentence that cannot be read back unchanged in its place,
         so that the output has as many sentences as the input (without it, a
         lenient parse leaves them out).  Nothing is written when parsing fails,
@@ -323,7 +350,15 @@ class Parser:
         are not written as if they were the whole file."""
         from .conllu_io import write_conllu
 
+        from .render import check_format, write_picture
+
+        check_format(output_format)
         options["lenient"] = options.get("lenient", False) or keep_skipped
+        if options.get("input_format") == "raw":
+            source = Path(source)  # a file name, not the text itself
         sentences = self.parse(source, **options)
-        write_conllu(sentences.with_skipped() if keep_skipped else sentences, target)
+        if output_format == "conllu":
+            write_conllu(sentences.with_skipped() if keep_skipped else sentences, target)
+        else:
+            write_picture(sentences, target, output_format)
         return sentences

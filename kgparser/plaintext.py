@@ -18,7 +18,7 @@ from typing import Iterable
 from .conllu_io import ConlluError, Sentence, SentenceList, control_character, opened_text
 from .errors import KgparserError
 
-INPUT_FORMATS = ("conllu", "text")
+INPUT_FORMATS = ("conllu", "text", "raw")  # raw: kgparser.rawtext
 
 
 def is_text_format(input_format: str) -> bool:

@@ -1,4 +1,4 @@
-"""Parse a CoNLL-U or pre-tokenized text file with a trained model (keeps every other column and line)."""
+"""Parse a CoNLL-U, pre-tokenized or raw text file with a trained model (keeps every other column and line)."""
 from __future__ import annotations
 
 import argparse
@@ -8,10 +8,18 @@ import warnings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="CoNLL-U file to parse (HEAD/DEPREL are replaced; '-' for stdin)")
-    parser.add_argument("--input-format", choices=("conllu", "text"), default="conllu",
-                        help="conllu (default), or text: one pre-tokenized sentence per line, tokens separated "
-                             "by spaces (written out as CoNLL-U with # sent_id and # text)")
+    parser.add_argument("input", help="file to parse: CoNLL-U (HEAD/DEPREL are replaced), or see --input-format; "
+                                          "'-' for stdin")
+    parser.add_argument("--input-format", choices=("conllu", "text", "raw"), default="conllu",
+                        help="conllu (default); text: one pre-tokenized sentence per line, tokens separated "
+                             "by spaces (written out as CoNLL-U with # sent_id and # text); raw: running text, "
+                             "split into paragraphs (blank lines), sentences and tokens by spaCy (kgparser[spacy])")
+    parser.add_argument("--lang", default=None,
+                        help="--input-format raw: the language's tokenizer (a spaCy code such as en, hu; default: "
+                             "the language the model was trained on)")
+    parser.add_argument("--format", choices=("conllu", "html", "svg"), default="conllu",
+                        help="output: conllu (default), or pictures of the trees: html (a page, one picture per "
+                             "sentence) or svg (one picture)")
     parser.add_argument("--tags", choices=("auto", "input", "predict"), default="auto",
                         help="auto (default): use the input's UPOS/XPOS/FEATS where given, the model's tagger "
                              "where they are '_'; input: only the input's; predict: the parser reads the tagger's "
@@ -21,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the others go: scored (by the model), first, last, or multi (all on the root, as the "
                              "papers' CoNLL-X evaluations); default: the model's model.root_choice")
     parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
+    parser.add_argument("--encoder", default=None, metavar="PATH",
+                        help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
+                             "if it has moved (a folder or hub name; it must be the same encoder)")
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -29,9 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "other at every LSTM step; 0: torch's choice, one per core)")
     parser.add_argument("--lenient", action="store_true",
                         help="skip sentences that cannot be read (counted on stderr; they are missing from the "
-    parser.add_argument("--encoder", default=None, metavar="PATH",
-                        help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
-                             "if it has moved (a folder or hub name; it must be the same encoder)")
                              "output unless --keep-skipped). A file that cannot be read to its end, such as a "
                              "truncated .gz, is still an error")
     parser.add_argument("--keep-skipped", action="store_true",
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                                       lenient=args.lenient, keep_skipped=args.keep_skipped,
                                       constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
                                       tags=args.tags, input_format=args.input_format,
-                                      root_choice=args.root_choice)
+                                      root_choice=args.root_choice, lang=args.lang, output_format=args.format)
         seconds = time.perf_counter() - started
     words = sum(s.n for s in sentences)
     print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "

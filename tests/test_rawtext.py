@@ -1,0 +1,141 @@
+"""Raw text in (``--input-format raw``): the text rebuilt from the output is
+the input, character for character; paragraphs, sentence ids and texts;
+the model's language and ``--lang``; one-line errors."""
+import io
+import sys
+
+import pytest
+
+from kgparser.cli import main
+from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
+from kgparser.rawtext import RawTextError, escape, paragraph_spans, text_of, unescape
+from rawtext_models import save_tiny_model
+from test_model import IGNORE_TINY_MODEL_WARNINGS
+from test_parser import assert_valid_tree
+
+pytestmark = IGNORE_TINY_MODEL_WARNINGS
+
+TEXTS = [
+    "Raw text. Two sentences.",
+    "  Leading and trailing white space.  \n",
+    "Odd   spacing,\tTABs\tand a\u00a0no-break space.\nA new line inside the paragraph!",
+    "First paragraph. Still the first.\n\nSecond paragraph.\n \t\n\n\nThird, after blank lines.\n",
+    "Windows line ends.\r\n\r\nA paragraph after them.\r\n",
+    "Pipes | and back\\slashes \\s stay. Don't split? It's 5.3% at 9:00.",
+    "One",
+]
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory):
+    from kgparser.parser import Parser
+
+    pytest.importorskip("spacy")
+    return Parser.load(save_tiny_model(tmp_path_factory.mktemp("raw") / "model.pt"))
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_text_is_rebuilt_exactly_from_the_conllu(parser, text):
+    sentences = parser.parse(text, input_format="raw")
+    conllu = "".join(s.to_conllu() for s in sentences)
+    reread = parse_conllu(conllu, require_tree=True)
+    assert text_of(reread) == text
+    for sentence in reread:
+        assert_valid_tree(sentence)
+        assert sentence.metadata["text"] == " ".join(sentence.metadata["text"].split())  # single spaces
+        assert "\n" not in sentence.metadata["text"]
+
+
+def test_paragraphs_sentence_ids_and_spacing(parser):
+    sentences = parser.parse("Hello  world. Bye!\n\nNext one.", input_format="raw")
+    assert [s.forms for s in sentences] == [["Hello", "world", "."], ["Bye", "!"], ["Next", "one", "."]]
+    assert ["newpar" in s.metadata for s in sentences] == [True, False, True]
+    assert [s.sent_id for s in sentences] == ["1", "2", "3"]
+    assert sentences[0].metadata["text"] == "Hello world."
+    assert [m or {} for m in sentences[0].misc] == [{"SpacesAfter": "\\s\\s"}, {"SpaceAfter": "No"}, {}]
+    assert sentences[1].misc[-1] == {"SpacesAfter": "\\n\\n"}
+    assert sentences[2].misc[-1] == {"SpaceAfter": "No"}
+
+
+def test_escapes_round_trip():
+    spaces = " \t\r\n|\\\u00a0\u2028\u3000"
+    assert unescape(escape(spaces)) == spaces
+    assert escape("\n\n") == "\\n\\n" and escape("\u00a0") == "\\u00A0"
+
+
+def test_paragraphs_are_separated_by_lines_of_white_space_only():
+    text = "a\nb\n  \nc\n\n\n d \n"
+    assert [text[s:e] for s, e in paragraph_spans(text)] == ["a\nb", "c", "d"]
+    assert paragraph_spans(" \n\t\n") == []
+
+
+def test_a_treebank_text_is_its_tokens_and_paragraphs():
+    treebank = read_conllu(sample_data_path("test"))
+    text = text_of(treebank)
+    assert any(s.multiword_tokens for s in treebank)
+    assert text.startswith(treebank[0].metadata["text"] + " ")
+    joined = " ".join(s.metadata["text"] for s in treebank)
+    assert " ".join(text.split()) == " ".join(joined.split())
+
+
+def test_language_from_the_model_and_lang_overrides(parser, monkeypatch):
+    assert parser.lang == "en"
+    blank = []
+    import kgparser.rawtext as rawtext
+
+    original = rawtext.blank_pipeline
+    monkeypatch.setattr(rawtext, "blank_pipeline", lambda lang: blank.append(lang) or original(lang))
+    parser.parse("Egy mondat.", input_format="raw", lang="hu")
+    parser.parse("One sentence.", input_format="raw")
+    assert blank == ["hu", "en"]
+
+
+def test_language_from_a_ud_file_name():
+    from kgparser.config import config_from_dict
+    from kgparser.rawtext import model_language
+
+    assert model_language(config_from_dict({"data": {"train": "x/hu_szeged-ud-train.conllu"}})) == "hu"
+    assert model_language(config_from_dict({"data": {"train": "train.conllu", "lang": "tr"}})) == "tr"
+    assert model_language(config_from_dict({"data": {"train": "train.conllu"}})) is None
+
+
+def test_command_line_reads_standard_input(parser, tmp_path, monkeypatch, capsys):
+    model = save_tiny_model(tmp_path / "model.pt")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Raw text. Two sentences.\n")))
+    assert main(["parse", "--model", str(model), "--input-format", "raw", "-"]) == 0
+    sentences = parse_conllu(capsys.readouterr().out)
+    assert [s.metadata["text"] for s in sentences] == ["Raw text.", "Two sentences."]
+    assert text_of(sentences) == "Raw text. Two sentences.\n"
+
+
+def test_command_line_file_and_errors(parser, tmp_path, capsys):
+    model = save_tiny_model(tmp_path / "model.pt")
+    (tmp_path / "in.txt").write_text("A file. Of raw text.", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert main(["parse", "--model", str(model), "--input-format", "raw", str(tmp_path / "in.txt"),
+                 "-o", str(out)]) == 0
+    assert text_of(read_conllu(out)) == "A file. Of raw text."
+    assert main(["parse", "--model", str(model), "--input-format", "raw", "--lang", "zz",
+                 str(tmp_path / "in.txt")]) == 1
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("kgparser parse: error: spaCy has no tokenizer for the language 'zz'")
+
+
+def test_a_model_without_a_language_asks_for_one(parser):
+    parser.model.config.data.lang, train = None, parser.model.config.data.train
+    try:
+        with pytest.raises(RawTextError, match="give one .--lang"):
+            parser.parse("Text.", input_format="raw")
+    finally:
+        parser.model.config.data.lang = "en"
+    assert train is None
+
+
+def test_without_spacy_one_line_says_what_to_install(monkeypatch):
+    import kgparser.rawtext as rawtext
+
+    monkeypatch.setitem(sys.modules, "spacy", None)
+    rawtext.blank_pipeline.cache_clear()
+    with pytest.raises(RawTextError, match=r"^raw text needs spaCy: pip install 'kgparser\[spacy\]'"):
+        rawtext.raw_sentences("Text.", "en")
+    rawtext.blank_pipeline.cache_clear()
