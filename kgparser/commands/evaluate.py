@@ -11,7 +11,12 @@ from ..errors import KgparserError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("gold", metavar="GOLD", help="gold CoNLL-U file ('-' for stdin, .gz ok)")
-    parser.add_argument("pred", metavar="PRED", help="predicted CoNLL-U file, same words as GOLD")
+    parser.add_argument("pred", metavar="PRED", help="predicted CoNLL-U file: the same words as GOLD, or the same "
+                                                     "text tokenized otherwise (then scored as CoNLL 2018 does)")
+    parser.add_argument("--aligned", action="store_true",
+                        help="the CoNLL 2018 report (tokens, sentences, words, UPOS/UAS/LAS as F1 over the words "
+                             "aligned by characters) even where PRED has GOLD's words; it is the report whenever "
+                             "their words differ")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (fractions in [0, 1])")
     parser.add_argument("--no-punct", action="store_true",
                         help="leave out words whose gold UPOS is PUNCT (default: score every word, as CoNLL 2018)")
@@ -28,12 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..conllu_io import read_conllu
     from ..evaluation import check_sentence_counts, evaluate
+    from ..evaluation_aligned import same_words
 
     punct = not args.no_punct
     gold = read_conllu(args.gold, require_tree=True)
     pred = read_conllu(args.pred, require_tree=False)
-    check_sentence_counts(gold, pred, args.gold, args.pred)
     unparsed_warning(pred, args.pred)
+    if args.aligned or not same_words(gold, pred):
+        return run_aligned(args, gold, pred)
     scores = evaluate(gold, pred, punct=punct, nonprojective=args.breakdown)
     if not scores.words:
         raise KgparserError(f"{args.gold}, {args.pred}: nothing to score: "
@@ -57,6 +64,20 @@ def run(args: argparse.Namespace) -> int:
         print(scores.format(breakdown=args.breakdown))
         if comparison:
             print(format_comparison(args.pred, args.against, comparison))
+    return 0
+
+
+def run_aligned(args: argparse.Namespace, gold, pred) -> int:
+    """Score a prediction of other words (or with ``--aligned``) through the character alignment."""
+    from ..evaluation_aligned import evaluate_aligned
+
+    word_by_word = [option for option, given in (("--against", args.against), ("--breakdown", args.breakdown),
+                                                 ("--no-punct", args.no_punct)) if given]
+    if word_by_word:
+        raise KgparserError(f"{', '.join(word_by_word)}: only for a prediction with the gold words; "
+                            f"{args.pred} has other words (or --aligned asks for the aligned report)")
+    scores = evaluate_aligned(gold, pred, args.gold, args.pred)
+    print(json.dumps(scores.to_dict(), indent=2) if args.json else scores.format())
     return 0
 
 
