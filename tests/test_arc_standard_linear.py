@@ -86,7 +86,7 @@ def memo_per_unit(gold, stack, b):
     (stack words plus critical words) of the configurations it reduced."""
     oracle = ArcStandardDynamicOracle(gold)
     state = configuration(len(gold) - 1, stack, b)
-    assert oracle.projective and oracle._recursion_fits(state.stack, b)
+    assert oracle.projective
     oracle.costs(state)
     assert oracle._memos, "projective gold did not take the recursion"
     states = sum(len(level) for _, memo in oracle._memos.values() for level in memo)
@@ -159,3 +159,21 @@ def test_exact_on_every_state_of_random_projective_trees_of_seven_words():
     rng = random.Random(22)
     for index in range(2):
         assert_exact_on_every_state(random_projective_tree(7, rng, single_root=bool(index % 2)))
+
+
+def test_recursion_deeper_than_pythons_recursion_limit():
+    """A 1,200-word chain, each word headed by the previous one: the gold path
+    shifts every word first, so the recursion is 1,200 levels deep (it runs on
+    an explicit stack); with no work limit no call falls back, and the gold
+    path costs 0 at every state while the other actions lose arcs."""
+    n = 1200
+    gold = [-1] + list(range(n))
+    oracle = ArcStandardDynamicOracle(gold, work_limit=10 ** 9)
+    static = SYSTEM.static_oracle(gold)
+    state = StackBufferState(n)
+    while not SYSTEM.is_final(state):
+        costs = oracle.costs(state)
+        action = static.next_action(state)
+        assert costs[action] == 0 and all(cost > 0 for other, cost in costs.items() if other != action)
+        SYSTEM.apply(state, action)
+    assert not oracle.fallbacks and state.heads == gold

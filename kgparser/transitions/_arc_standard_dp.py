@@ -56,6 +56,14 @@ def gold_weights(unit_rows: list[list[int]], gold: np.ndarray) -> np.ndarray:
     return weights
 
 
+def chart_work(size: int, rows: int) -> int:
+    """Split points the chart of one unit sequence of ``size`` units tries
+    when it computes the spans that start in its first ``rows`` positions
+    (``_Charts.fill``): at most ``rows`` spans of each width ``w``, with
+    ``w`` split points each; about ``rows * size**2 / 2``."""
+    return rows * size * size // 2
+
+
 class _Charts:
     """Eisner's four span types for a batch of unit sequences (see module)."""
 

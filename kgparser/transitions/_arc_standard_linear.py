@@ -206,17 +206,37 @@ class ProjectiveReduction:
     def best_from(self, i: int, x: int) -> int:
         """Best count (critical part only) once ``a(i+1)..ak`` all lie in one
         subtree headed by ``x``, before any buffer word is touched; results
-        stay valid across calls, so one instance serves several successors."""
-        return self._step(i, x, 0)
+        stay valid across calls, so one instance serves several successors.
 
-    def _step(self, i: int, x: int, p: int) -> int:
-        """Best count from stack ``a0..ai x`` and buffer ``c(p)..``: the words
+        The recursion runs on an explicit stack of move generators (each
+        yields the states it needs and returns its best), so its depth,
+        linear in ``k + m``, is not bounded by Python's recursion limit."""
+        value, pending = self._state(i, x, 0)
+        frames = [] if pending is None else [pending]
+        while frames:
+            level, key, skipped, moves = frames[-1]
+            try:
+                value, pending = self._state(*moves.send(value))
+            except StopIteration as done:
+                level[key] = done.value
+                frames.pop()
+                value = skipped + done.value
+                continue
+            if pending is not None:
+                frames.append(pending)
+                value = None  # primes the new generator
+        return value
+
+    def _state(self, i: int, x: int, p: int):
+        """The state of stack ``a0..ai x`` and buffer ``c(p)..``: the words
         before the first one related to ``x`` or ``a0..ai`` are built into that
         word's subtree with their chain arcs, and the state is memoised under
-        that first word."""
+        that first word.  Returns ``(count, None)`` when the count is known,
+        else ``(None, (memo level, key, count of the skipped words, moves))``
+        where ``moves`` is the generator that computes the state's best."""
         m, chained = self.m, self.chained
         if i == -1:
-            return chained[m] - chained[p] + self.root_kids[p] if p < m else 0
+            return (chained[m] - chained[p] + self.root_kids[p] if p < m else 0), None
         t = self.place.get(x)
         kid = m
         if p >= m:
@@ -230,51 +250,48 @@ class ProjectiveReduction:
         skipped = chained[first] - chained[p] if p < m else 0
         level = self.memo[i]
         known = level.get((x, first))
-        if known is None:
-            if t is None:
-                known = self._stack_top_moves(i, x, first, kid)
-            else:
-                known = self._critical_top_moves(i, x, t, first)
-            level[x, first] = known
-        return skipped + known
+        if known is not None:
+            return skipped + known, None
+        moves = self._stack_top_moves(i, x, first, kid) if t is None else self._critical_top_moves(i, x, t, first)
+        return None, (level, (x, first), skipped, moves)
 
     def _stack_top_moves(self, i: int, x: int, p: int, kid: int) -> int:
         """The best move when the top ``x`` is a stack word; ``kid`` is the place
         of its first gold dependent from ``p`` on (``m`` if none)."""
         gold, m, chained = self.gold, self.m, self.chained
         if kid < m:
-            return chained[kid] - chained[p] + 1 + self._step(i, x, kid + 1)
+            return chained[kid] - chained[p] + 1 + (yield (i, x, kid + 1))
         below = self.stack[i]
-        best = (gold[x] == below) + self._step(i - 1, below, p)
+        best = (gold[x] == below) + (yield (i - 1, below, p))
         if i >= 1:
             if gold[below] == x:
-                best = max(best, 1 + self._step(i - 1, x, p))
+                best = max(best, 1 + (yield (i - 1, x, p)))
             else:
                 lowest = self.below[self.level[x]]
                 if lowest is not None and lowest < i:
-                    best = max(best, self._step(self._kappa(i), x, p))
+                    best = max(best, (yield (self._kappa(i), x, p)))
         head = self.place.get(gold[x], m)
         if p <= head < m:
-            best = max(best, chained[head] - chained[p] + 1 + self._step(i, self.critical[head], head + 1))
+            best = max(best, chained[head] - chained[p] + 1 + (yield (i, self.critical[head], head + 1)))
         return best
 
     def _critical_top_moves(self, i: int, x: int, t: int, p: int) -> int:
         """The best move when the top ``x = c(t)`` is a critical word."""
         gold, chained, critical = self.gold, self.chained, self.critical
         below = self.stack[i]
-        best = (gold[x] == below) + self._step(i - 1, below, p)
+        best = (gold[x] == below) + (yield (i - 1, below, p))
         root = self.root_of[t]
         if root > t:
             best = max(best, chained[root] - chained[t] + (gold[critical[root]] == below)
-                       + self._step(i - 1, below, root + 1))
+                       + (yield (i - 1, below, root + 1)))
         if i >= 1:
             head = self.place.get(gold[below])
             if head == t:
-                best = max(best, 1 + self._step(i - 1, x, p))
+                best = max(best, 1 + (yield (i - 1, x, p)))
             elif head is not None and t < head <= root:
-                best = max(best, chained[head] - chained[t] + 1 + self._step(i - 1, critical[head], head + 1))
+                best = max(best, chained[head] - chained[t] + 1 + (yield (i - 1, critical[head], head + 1)))
             elif self.lowest_above[t] < i and gold[critical[root]] != below:
-                best = max(best, self._step(self._kappa(i), x, p))
+                best = max(best, (yield (self._kappa(i), x, p)))
         return best
 
     def _kappa(self, i: int) -> int:

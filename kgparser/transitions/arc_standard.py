@@ -26,28 +26,67 @@ not survive in our copy of the paper, so its moves are rebuilt from the prose)
 finds the best count in time linear in stack plus critical words.  The cubic
 chart on the same units (the paper's "section 4 (proj)" set-up of section 8.2)
 stays available for comparison, and serves non-projective gold trees.
+
+Work bound (option ``work_limit``, as Attardi's): each ``costs()`` call first
+estimates its work, in units of about 1 µs, from the sizes of its
+configurations (:meth:`ArcStandardDynamicOracle.work`); over the limit it
+answers with :meth:`ArcStandardDynamicOracle.approximate_costs`, O(degree),
+and counts the call in ``fallbacks``.  The recursion is linear per call, so a
+computation over an n-word sentence costs O(n) calls times O(n) (section 6);
+the paper's reuse of values between consecutive configurations (end of
+section 6) would make it near-linear overall but is not done here, so the
+limit is what keeps a long sentence's total linear in n: at most
+``2 n * work_limit`` units.
 """
 from __future__ import annotations
 
-import sys
 from typing import Sequence
 
 import numpy as np
 
+from ..errors import KgparserError
 from . import register
-from ._arc_standard_dp import WordChart, best_gold_arcs, gold_weights
+from ._arc_standard_dp import WordChart, best_gold_arcs, chart_work, gold_weights
 from ._arc_standard_linear import ProjectiveReduction
-from .base import ROOT, StackBufferState, StackBufferSystem, stack_top
+from .base import NO_HEAD, ROOT, StackBufferState, StackBufferSystem, stack_top
 from .trees import children, descendant_spans, has_all_dependents, is_projective
 
 SHIFT, LEFT, RIGHT = "shift", "left", "right"
+#: default work budget of one ``costs()`` call (units of about 1 µs on the
+#: benchmark VM, see :meth:`ArcStandardDynamicOracle.work`): projective
+#: configurations of up to about 1,000 stack plus critical words stay exact,
+#: and so do chart calls of up to about 2 ms (non-projective gold); a walk
+#: over a 2,000-word sentence takes seconds instead of minutes (BENCHMARKS.md)
+WORK_LIMIT = 2_000
+#: work units per unit (stack or critical word) of one linear recursion: its
+#: tables and its memo states (at most 8 per unit, tests/test_arc_standard_linear.py)
+#: took 0.7-0.9 µs per unit on chains and random projective trees
+RECURSION_UNITS = 1
+#: chart split points per unit of work (numpy, about 15-40 ns each)
+CHART_SPLITS_PER_UNIT = 64
+
+
+class ArcStandardOptionError(KgparserError, ValueError):
+    """A bad option of the ``arc-standard`` system."""
 
 
 @register("arc-standard")
 class ArcStandard(StackBufferSystem):
+    """Option ``work_limit``: the work budget of one dynamic-oracle ``costs()``
+    call, beyond which it falls back to local costs (see the module)."""
+
     actions = (SHIFT, LEFT, RIGHT)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0")
+
+    def __init__(self, work_limit: int = WORK_LIMIT):
+        if isinstance(work_limit, bool) or not isinstance(work_limit, int) or work_limit < 0:
+            raise ArcStandardOptionError(
+                f"arc-standard option 'work_limit' must be a non-negative integer, got {work_limit!r}")
+        self.work_limit = work_limit
+
+    def options(self) -> dict:
+        return {"work_limit": self.work_limit}
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
         depth = len(state.stack)
@@ -89,7 +128,7 @@ class ArcStandard(StackBufferSystem):
         return ArcStandardStaticOracle(gold_heads)
 
     def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcStandardDynamicOracle":
-        return ArcStandardDynamicOracle(gold_heads)
+        return ArcStandardDynamicOracle(gold_heads, work_limit=self.work_limit)
 
 
 class ArcStandardStaticOracle:
@@ -127,11 +166,19 @@ class ArcStandardDynamicOracle:
     by their unit sequences, and their charts run as one batch.  For a
     non-projective gold tree the spans inside the buffer come from one chart
     over the whole sentence, built on first use.
+
+    A call whose estimated :meth:`work` exceeds ``work_limit`` returns
+    :meth:`approximate_costs` instead and is counted in ``fallbacks``;
+    ``work_limit=0`` always falls back.
     """
 
-    def __init__(self, gold_heads: Sequence[int], *, use_projective_shortcut: bool = True, linear: bool = True):
+    def __init__(self, gold_heads: Sequence[int], *, use_projective_shortcut: bool = True, linear: bool = True,
+                 work_limit: int = WORK_LIMIT):
         self.gold = list(gold_heads)
         self.linear = linear
+        self.work_limit = work_limit
+        self.fallbacks = 0
+        self._kids = children(gold_heads)
         self._plain_gold = self.gold[:]
         self._plain_gold[0] = -1  # the root has no head
         n = len(self.gold) - 1
@@ -149,6 +196,9 @@ class ArcStandardDynamicOracle:
 
     def costs(self, state: StackBufferState) -> dict[str, int]:
         stack, b = state.stack, state.b
+        if self.work(stack, b) > self.work_limit:
+            self.fallbacks += 1
+            return self.approximate_costs(state)
         gold = self.gold
         actions, gains, stacks, buffer_starts = [], [], [], []
         if b <= self._n:
@@ -168,13 +218,67 @@ class ArcStandardDynamicOracle:
             gains.append(int(gold[s0] == s1))
             stacks.append(rest + [s1])
             buffer_starts.append(b)
-        if self.projective and self.linear and self._recursion_fits(stack, b):
+        if self.projective and self.linear:
             bests = self._best_by_recursion(stack, b, actions)
         else:
             bests = self._best(stacks, buffer_starts, b)
         scores = [gain + best for gain, best in zip(gains, bests)]
         top = max(scores)
         return {action: top - score for action, score in zip(actions, scores)}
+
+    def work(self, stack: list[int], b: int) -> int:
+        """Estimated work of an exact call, known from the sizes of its
+        configurations (units of about 1 µs): for the linear recursion, ``RECURSION_UNITS``
+        per unit of its two configurations (before and after a shift); for
+        the chart, its split points (:func:`._arc_standard_dp.chart_work`),
+        with the sentence's word chart, built once, spread over its ``2 n``
+        calls."""
+        units = len(stack) + 1
+        if self.projective and self.linear:
+            critical = sum(len(self._critical_words(start)[0]) for start in (b, b + 1))
+            return RECURSION_UNITS * (2 * units + critical)
+        if self.projective:
+            splits = chart_work(units + len(self._critical_words(b)[0]), units)
+        else:
+            splits = chart_work(units + self._n + 1 - b, units)
+            if self._words is None:
+                splits += chart_work(self._n + 1, self._n + 1) // (2 * self._n)
+        return 1 + 3 * splits // CHART_SPLITS_PER_UNIT
+
+    def approximate_costs(self, state: StackBufferState) -> dict[str, int]:
+        """O(degree) costs for calls over the work budget: the gold arcs each
+        action makes unreachable one by one, as Goldberg & Nivre (2013) count
+        them for the arc-decomposable systems.  A reduction loses the popped
+        word's gold head unless it is the new head or already attached, and
+        the popped word's unattached gold dependents; ``shift`` loses one arc
+        when it passes up a reduction that loses nothing (``b0`` must then go
+        under ``s0`` or take it) while ``b0``'s own gold head is still
+        attachable.  Arc-standard is not arc-decomposable, so these are not
+        the true costs; the least is subtracted, so some action costs 0."""
+        stack, b, heads = state.stack, state.b, state.heads
+        prices = {}
+        if len(stack) > 2:
+            prices[LEFT] = self._arcs_lost(stack[-2], stack[-1], b, heads)
+        if len(stack) > 1:
+            prices[RIGHT] = self._arcs_lost(stack[-1], stack[-2], b, heads)
+        if b <= self._n:
+            free = 0 in prices.values()
+            prices[SHIFT] = int(free and self._attachable(self.gold[b], b, heads))
+        best = min(prices.values())
+        return {action: price - best for action, price in prices.items()}
+
+    def _arcs_lost(self, dep: int, head: int, b: int, heads: Sequence[int]) -> int:
+        """Gold arcs of ``dep`` that become unbuildable when it is attached to
+        ``head`` and popped."""
+        gold_head = self.gold[dep]
+        lost = int(gold_head != head and self._attachable(gold_head, b, heads))
+        return lost + sum(1 for kid in self._kids[dep] if self._attachable(kid, b, heads))
+
+    @staticmethod
+    def _attachable(word: int, b: int, heads: Sequence[int]) -> bool:
+        """``word`` is in the buffer or on the stack (a word left of ``b`` is
+        on the stack exactly when it has no head yet; the root always is)."""
+        return word >= b or heads[word] == NO_HEAD
 
     def _best_by_recursion(self, stack: list[int], b: int, actions: list[str]) -> list[int]:
         """Most gold arcs still derivable after each action, with the linear
@@ -234,13 +338,6 @@ class ArcStandardDynamicOracle:
         lasts = [len(row) - 1 for row in rows]
         found = best_gold_arcs(gold_weights(rows, self._gold), tops, lasts, words)
         return [other + best for other, best in zip(settled, found)]
-
-    def _recursion_fits(self, stack: list[int], b: int) -> bool:
-        """The recursion nests at most two calls per unit (stack word, the
-        shifted word, critical word); configurations too deep for Python's
-        recursion limit (hundreds of units) use the chart."""
-        critical = max(len(self._critical_words(start)[0]) for start in (b, b + 1))
-        return 2 * (len(stack) + 1 + critical) + 100 < sys.getrecursionlimit()
 
     def _critical_words(self, b: int) -> tuple[list[int], int]:
         """Buffer words whose gold head or some gold descendant lies outside the
