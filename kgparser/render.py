@@ -171,8 +171,9 @@ def _tree(layout: Layout) -> str:
         x = layout.x[d]
         parts.append(f'<text class="kg-word" x="{x:.1f}" y="{feet + _WORDS_BELOW:.1f}" text-anchor="middle">'
                      f'{escape(sentence.forms[d - 1])}</text>')
-        parts.append(f'<text class="kg-tag" x="{x:.1f}" y="{feet + _TAGS_BELOW:.1f}" text-anchor="middle">'
-                     f'{escape(sentence.upos[d - 1] or "")}</text>')
+        if sentence.upos[d - 1]:
+            parts.append(f'<text class="kg-tag" x="{x:.1f}" y="{feet + _TAGS_BELOW:.1f}" text-anchor="middle">'
+                         f'{escape(sentence.upos[d - 1])}</text>')
         head = sentence.heads[d]
         if head == 0:
             parts.append(_root_arrow(x, feet, sentence.deprels[d]))
@@ -188,13 +189,13 @@ def _arc(head_x: float, x: float, feet: float, level: int, label: str | None) ->
     return (f'<path class="kg-arc" d="M{head_x:.1f},{feet:.1f} C{head_x:.1f},{control:.1f} '
             f'{x:.1f},{control:.1f} {x:.1f},{feet:.1f}"/>{_arrow(x, feet)}'
             f'<text class="kg-label" x="{(head_x + x) / 2:.1f}" y="{top - 4:.1f}" text-anchor="middle">'
-            f'{escape(label or "")}</text>')
+            f'{escape(label or "_")}</text>')
 
 
 def _root_arrow(x: float, feet: float, label: str | None) -> str:
     return (f'<path class="kg-arc" d="M{x:.1f},{_TOP + 16:.1f} L{x:.1f},{feet:.1f}"/>{_arrow(x, feet)}'
             f'<text class="kg-label" x="{x:.1f}" y="{_TOP + 10:.1f}" text-anchor="middle">'
-            f'{escape(label or "")}</text>')
+            f'{escape(label or "_")}</text>')
 
 
 def _arrow(x: float, feet: float) -> str:
