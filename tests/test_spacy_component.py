@@ -118,3 +118,14 @@ def test_a_component_without_a_model_is_one_line():
 
     with pytest.raises(KgparserError, match='needs a model: nlp.add_pipe."kgparser"'):
         spacy.blank("en").add_pipe("kgparser")
+
+
+def test_the_readme_example_runs(model, capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if 'add_pipe("kgparser"' in b)
+    exec(compile(block.replace("runs/quickstart/best.pt", model), "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == "['The cat sleeps on the mat.', 'It dreams of mice.']"
