@@ -163,3 +163,84 @@ def test_embedding_rows_must_be_announced():
     done = _torchrun(SPARSE_ROWS, "unannounced")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("refused: GradientAverager: batch_started() was not called") == 2
+
+
+# -- a rank that dies or stops answering (issue 36) ------------------------------------------
+
+def _failures(**exitcodes):
+    from types import SimpleNamespace
+
+    return {int(rank[1:]): SimpleNamespace(exitcode=code) for rank, code in exitcodes.items()}
+
+
+@pytest.mark.parametrize("failures, first, line", [
+    (_failures(r1=-9, r0=75), 1, "rank 1 died (signal 9, SIGKILL); the run is resumable with --resume"),
+    (_failures(r0=75, r1=-9), 0, "rank 1 died (signal 9, SIGKILL); the run is resumable with --resume"),
+    (_failures(r0=75), 0, "rank 1 died; the run is resumable with --resume"),
+    (_failures(r0=76, r2=-9, r1=76), 0, "rank 2 stopped answering (no reply within KGPARSER_DIST_TIMEOUT, 7 s); "
+                                        "the run is resumable with --resume"),
+    (_failures(r1=1, r0=75), 1, "rank 1 failed (exit code 1); its error is above"),
+])
+def test_the_launcher_names_the_rank_that_died_or_stopped(monkeypatch, failures, first, line):
+    from kgparser.training.distributed import _failure_line
+
+    monkeypatch.setenv("KGPARSER_DIST_TIMEOUT", "7")
+    assert _failure_line(failures, first, nproc=len(failures) + (0 if 1 in failures else 1)) == line
+
+
+def _rank_process(marker: str) -> int | None:
+    """The process id of rank 1 of the run whose environment holds ``marker``."""
+    import os
+
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+        except OSError:
+            continue
+        if b"RANK=1" in variables and f"KGPARSER_TEST_RUN={marker}".encode() in variables:
+            return int(pid)
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the rank in /proc")
+def test_a_rank_killed_mid_run_is_one_line_and_the_run_resumes(tmp_path):
+    import os
+    import signal
+
+    config = write_config(tmp_path)
+    run = tmp_path / "run"
+    started = subprocess.Popen([sys.executable, "-m", "kgparser", "train", config, "--quiet", "--nproc", "2",
+                                "--set", "training.epochs=400"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, KGPARSER_TEST_RUN=str(tmp_path)))
+    deadline = time.monotonic() + 120
+    while not (run / "last.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(_rank_process(str(tmp_path)), signal.SIGKILL)
+    out, err = started.communicate(timeout=60)
+    assert started.returncode == 1 and out == ""
+    assert err == "kgparser train: error: rank 1 died (signal 9, SIGKILL); the run is resumable with --resume\n"
+    done = torch.load(run / "last.pt", weights_only=True)["epoch"]
+    assert main(["train", config, "--quiet", "--resume", "--set", f"training.epochs={done + 1}"]) == 0
+
+
+SILENT_RANK = """
+import sys, time, torch
+from kgparser.training.distributed import GradientAverager, start, world_from_environment
+world = world_from_environment()
+start(world, "cpu")
+if world.rank == 1:
+    time.sleep(60)
+weight = torch.nn.Parameter(torch.zeros(2))
+weight.grad = torch.ones(2)
+GradientAverager([weight], world)()
+"""
+
+
+def test_a_rank_that_stops_answering_is_one_line_from_each_survivor():
+    started = time.monotonic()
+    done = _torchrun(SILENT_RANK, env={"KGPARSER_DIST_TIMEOUT": "3"})
+    assert done.returncode != 0 and time.monotonic() - started < 50
+    assert ("kgparser train: error: rank 0: another training process stopped answering (no reply within "
+            "KGPARSER_DIST_TIMEOUT, 3 s); the run is resumable with --resume\n") in done.stderr
+    assert "[rank0]" not in done.stderr  # no traceback of the survivor

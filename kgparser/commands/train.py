@@ -64,18 +64,12 @@ def _train(args: argparse.Namespace) -> int:
 
 def _launch(args: argparse.Namespace) -> int:
     """``torchrun --standalone --nproc-per-node N -m kgparser train ...`` with the
-    same arguments: the launcher the field uses, which also stops every
-    process when one fails."""
-    import subprocess
+    same arguments (:func:`kgparser.training.distributed.launch`)."""
+    from ..training.distributed import launch
 
-    from ..errors import KgparserError
-
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-               "-m", "kgparser", "train", str(args.config or default_config_path())]
+    command = ["train", str(args.config or default_config_path())]
     command += [a for override in args.overrides for a in ("--set", override)]
     command += [flag for flag, on in (("--resume", args.resume), ("--overwrite", args.overwrite),
                                       ("--quiet", args.quiet)) if on]
-    code = subprocess.call(command)
-    if code:
-        raise KgparserError(f"a training process failed (exit code {code}); its error is above")
+    launch(args.nproc, command)
     return 0

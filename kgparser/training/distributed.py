@@ -28,17 +28,39 @@ the checkpoint format is unchanged.
   runs while the others wait), so a dead rank ends the run with an error
   rather than a hang (``torchrun`` also stops the other ranks at once when
   one exits with an error).
+* A failed collective (a peer died, or stopped answering) ends its process
+  at once, without a traceback, with :data:`EXIT_PEER_DIED` or
+  :data:`EXIT_PEER_SILENT`; ``kgparser train --nproc N`` (:func:`launch`) then
+  prints one line naming the rank that died or stopped answering.  Run by
+  ``torchrun`` directly, each surviving process prints that line itself.
 """
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import sys
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping, NoReturn
 
 import torch
 
+from ..errors import KgparserError
+
 DEFAULT_TIMEOUT = 1800
+#: exit codes of a process whose collective failed: a peer closed the connection
+#: (it died), or did not answer within the timeout
+EXIT_PEER_DIED, EXIT_PEER_SILENT = 75, 76
+#: set by :func:`launch` in its processes: the launcher, not each process, reports a lost peer
+LAUNCHED = "KGPARSER_LAUNCHED"
+RESUMABLE = "the run is resumable with --resume"
+
+
+class TrainingProcessFailed(KgparserError):
+    """A process of a data-parallel run failed, died or stopped answering."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +96,121 @@ def start(world: World, device: str) -> None:
 
     import torch._dynamo  # noqa: F401  (before the group exists: see stop())
 
-    timeout = timedelta(seconds=int(os.environ.get("KGPARSER_DIST_TIMEOUT", DEFAULT_TIMEOUT)))
+    timeout = timedelta(seconds=_timeout_seconds())
     if device == "cuda":
         torch.cuda.set_device(world.local_rank)
     dist.init_process_group("nccl" if device == "cuda" else "gloo", timeout=timeout)
+
+
+def _timeout_seconds() -> int:
+    return int(os.environ.get("KGPARSER_DIST_TIMEOUT", DEFAULT_TIMEOUT))
+
+
+def _collective(call: Callable, *args, **kwargs):
+    """``call(*args, **kwargs)``: a collective of ``torch.distributed`` or the
+    wait for one.  Its failure -- a peer died, or did not answer within the
+    timeout (gloo says "timed out" or "timeout") -- ends this process at once
+    (:func:`_lost_peer`)."""
+    try:
+        return call(*args, **kwargs)
+    except RuntimeError as error:
+        message = str(error).lower()
+        _lost_peer("timed out" in message or "timeout" in message)
+
+
+def _lost_peer(silent: bool) -> NoReturn:
+    """End this process after a collective failed because a peer died or,
+    ``silent``, did not answer in time.  ``os._exit``: the group is broken, and
+    leaving it or the interpreter normally can hang or abort in gloo's threads;
+    no file is being written (the main process writes between collectives)."""
+    if not os.environ.get(LAUNCHED):
+        print(f"kgparser train: error: rank {os.environ.get('RANK', '?')}: another training process "
+              f"{_stopped_answering() if silent else 'died'}; {RESUMABLE}", file=sys.stderr, flush=True)
+    os._exit(EXIT_PEER_SILENT if silent else EXIT_PEER_DIED)
+
+
+def launch(nproc: int, arguments: list[str]) -> None:
+    """``python -m kgparser ARGUMENTS`` in ``nproc`` processes, as ``torchrun
+    --standalone --nproc-per-node NPROC`` starts them (which also stops every
+    process when one fails), run in this process so that a failure is one
+    line: :class:`TrainingProcessFailed`, not torchrun's log and traceback."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
+    # torchrun's default thread count, without its banner
+    settings = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), LAUNCHED: "1"}
+    with _environment(settings), _launcher_silenced():
+        try:
+            torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "kgparser", *arguments])
+        except ChildFailedError as error:
+            raise TrainingProcessFailed(_failure_line(error.failures, error.get_first_failure()[0], nproc)) from None
+        except SignalException:
+            raise KeyboardInterrupt from None
+
+
+@contextmanager
+def _environment(settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` in ``os.environ`` (inherited by the processes started) while the block runs."""
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def _launcher_silenced() -> Iterator[None]:
+    """No log records or warnings from the launcher while it runs (its failure
+    report is what :func:`_failure_line` puts in one line)."""
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _failure_line(failures: Mapping[int, object], first: int, nproc: int) -> str:
+    """What went wrong, from the exit codes of the failed processes (``first``
+    failed first).  The processes that lost a peer say how; the others are the
+    cause: stopped (the survivors timed out, then the launcher killed it),
+    killed by a signal, or failed with an error of their own, printed above."""
+    lost = (EXIT_PEER_DIED, EXIT_PEER_SILENT)
+    causes = [r for r in range(nproc) if r not in failures or failures[r].exitcode not in lost]
+    if failures[first].exitcode == EXIT_PEER_SILENT:
+        return f"{_ranks(causes)} {_stopped_answering()}; {RESUMABLE}"
+    rank = first if first in causes else next(iter(causes), None)
+    code = failures[rank].exitcode if rank in failures else None
+    if code is None:
+        return f"{_ranks(causes)} died; {RESUMABLE}"
+    if code < 0:
+        return f"rank {rank} died ({_signal_name(-code)}); {RESUMABLE}"
+    return f"rank {rank} failed (exit code {code}); its error is above"
+
+
+def _stopped_answering() -> str:
+    return f"stopped answering (no reply within KGPARSER_DIST_TIMEOUT, {_timeout_seconds()} s)"
+
+
+def _ranks(ranks: list[int]) -> str:
+    """``rank 1``, ``ranks 1, 2``, or ``a rank`` where none is known."""
+    if not ranks:
+        return "a rank"
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"signal {number}, {signal.Signals(number).name}"
+    except ValueError:
+        return f"signal {number}"
 
 
 def stop() -> None:
@@ -100,7 +233,7 @@ def stop() -> None:
 def barrier() -> None:
     import torch.distributed as dist
 
-    dist.barrier()
+    _collective(dist.barrier)
 
 
 def broadcast_parameters(parameters) -> None:
@@ -108,7 +241,7 @@ def broadcast_parameters(parameters) -> None:
     import torch.distributed as dist
 
     for parameter in parameters:
-        dist.broadcast(parameter.data, src=0)
+        _collective(dist.broadcast, parameter.data, src=0)
 
 
 def share(batches: list, world: World, cost: Callable[[list], float] = len) -> list:
@@ -160,7 +293,7 @@ class GradientAverager:
             return
         rows = [torch.unique(inputs[key].reshape(-1)) for key in self.row_keys]
         counts = self._counts(rows)
-        self._announced = rows, counts, dist.all_reduce(counts, async_op=True)
+        self._announced = rows, counts, _collective(dist.all_reduce, counts, async_op=True)
 
     def __call__(self) -> None:
         import torch.distributed as dist
@@ -169,10 +302,10 @@ class GradientAverager:
             raise RuntimeError("GradientAverager: batch_started() was not called for this batch")
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.dense]
         flat = torch.cat([g.reshape(-1) for g in grads]) if grads else torch.zeros(0)
-        pending = dist.all_reduce(flat, async_op=True)
+        pending = _collective(dist.all_reduce, flat, async_op=True)
         if self.row_sparse:
             self._average_rows()
-        pending.wait()
+        _collective(pending.wait)
         flat.div_(self.world.size)
         offset = 0
         for parameter in self.dense:
@@ -190,7 +323,7 @@ class GradientAverager:
         """Each table's gradient rows averaged over the processes."""
         tables = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.row_sparse]
         (rows, counts, exchange), self._announced = self._announced, None
-        exchange.wait()
+        _collective(exchange.wait)
         for table, grad, mine, counted in zip(self.row_sparse, tables, rows, counts.long().tolist()):
             table.grad = self._summed_rows(grad, mine, counted)
 
@@ -204,7 +337,7 @@ class GradientAverager:
         packed[:len(rows), 0] = rows.to(grad.dtype)
         packed[:len(rows), 1:] = grad.index_select(0, rows)
         gathered = [torch.empty_like(packed) for _ in counts]
-        dist.all_gather(gathered, packed)
+        _collective(dist.all_gather, gathered, packed)
         grad.index_fill_(0, rows, 0.0)  # its own rows come back with the others': no whole-table pass
         for count, part in zip(counts, gathered):
             grad.index_add_(0, part[:count, 0].long(), part[:count, 1:], alpha=1.0 / len(counts))
@@ -216,5 +349,5 @@ def sum_over_processes(values: list[float]) -> list[float]:
     import torch.distributed as dist
 
     tensor = torch.tensor(values, dtype=torch.float64)
-    dist.all_reduce(tensor)
+    _collective(dist.all_reduce, tensor)
     return tensor.tolist()
