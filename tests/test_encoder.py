@@ -3,9 +3,11 @@ the tests build and save themselves (a WordPiece vocabulary, random weights;
 no download): subword alignment and pooling, windows, the state cache,
 checkpoints that name their encoder, and training with it."""
 import json
+import os
 import shutil
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -15,7 +17,7 @@ from kgparser.cli import main  # noqa: E402
 from kgparser.config import EncoderConfig, config_from_dict  # noqa: E402
 from kgparser.conllu_io import parse_conllu, read_conllu  # noqa: E402
 from kgparser.model import Model  # noqa: E402
-from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound  # noqa: E402
+from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound, fingerprint  # noqa: E402
 from kgparser.model.inputs import StateCache  # noqa: E402
 from kgparser.parser import Parser  # noqa: E402
 from kgparser.vocab import Vocabularies  # noqa: E402
@@ -220,7 +222,7 @@ def test_quantized_encoder_gives_states_close_to_float(bert):
 # -- errors ----------------------------------------------------------------------------------------
 
 def test_without_transformers_the_error_says_what_to_install(bert, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "transformers", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(EncoderError, match=r'pip install "kgparser\[transformers\]"'):
         Encoder(EncoderConfig(path=str(bert)))
 
@@ -355,3 +357,39 @@ def test_training_with_a_signal_bearing_encoder_beats_training_without(tmp_path)
         lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
         results[name] = max(json.loads(line).get("dev_las", 0) for line in lines)
     assert results["with"] > results["without"] + 0.05, results
+
+
+def test_a_run_resumes_with_its_encoder_moved(tmp_path):
+    config = write_run(tmp_path, str(tiny_bert(tmp_path / "bert")))
+    assert main(["train", config, "--quiet"]) == 0
+    shutil.move(tmp_path / "bert", tmp_path / "moved")
+    assert main(["train", config, "--quiet", "--resume", "--set", "training.epochs=2"]) == 1, "its encoder is gone"
+    assert main(["train", config, "--quiet", "--resume", "--set", "training.epochs=2",
+                 "--set", f"model.encoder.path={tmp_path / 'moved'}"]) == 0
+    saved = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
+    assert saved["epoch"] == 2 and saved["model"]["config"]["model"]["encoder"]["path"] == str(tmp_path / "moved")
+
+
+def test_a_hub_name_loads_from_the_hugging_face_cache_without_network(bert, tmp_path):
+    """A hub name is read from the cache first (so a cached model needs no
+    network); its fingerprint is that of the cached snapshot's files."""
+    snapshot = tmp_path / "hub" / "models--tiny--bert" / "snapshots" / "0123abcd"
+    shutil.copytree(bert, snapshot)
+    (tmp_path / "hub" / "models--tiny--bert" / "refs").mkdir()
+    (tmp_path / "hub" / "models--tiny--bert" / "refs" / "main").write_text("0123abcd")
+    code = ("from kgparser.config import EncoderConfig; from kgparser.model.encoder import Encoder; "
+            "encoder = Encoder(EncoderConfig(path='tiny/bert')); print(encoder.fingerprint, encoder.n_states)")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "0"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [fingerprint(bert), "3"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_an_encoder_model_trains_and_parses_on_cuda(tmp_path):
+    config = write_run(tmp_path, str(tiny_bert(tmp_path / "bert")))
+    assert main(["train", config, "--quiet", "--set", "device=cuda"]) == 0
+    checkpoint, dev = tmp_path / "run" / "best.pt", tmp_path / "dev.conllu"
+    on_cpu = Parser.load(checkpoint).parse(dev)
+    on_gpu = Parser.load(checkpoint, device="cuda").parse(dev)
+    assert [s.to_conllu() for s in on_gpu] == [s.to_conllu() for s in on_cpu]

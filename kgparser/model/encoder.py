@@ -111,13 +111,7 @@ class Encoder:
         local = Path(cfg.path).is_dir()
         if not local and Path(cfg.path).is_absolute():
             raise EncoderNotFound(f"model.encoder.path: {cfg.path}: no such folder")
-        with _quiet(transformers):
-            try:
-                self.tokenizer = transformers.AutoTokenizer.from_pretrained(cfg.path, local_files_only=local)
-                model = transformers.AutoModel.from_pretrained(cfg.path, local_files_only=local)
-            except (OSError, ValueError) as error:
-                raise EncoderNotFound(f"model.encoder.path: {cfg.path}: cannot load it as a Hugging Face model "
-                                   f"folder or hub name ({_first_line(error)})") from None
+        self.tokenizer, model = _loaded(transformers, cfg.path, local)
         if not self.tokenizer.is_fast:
             raise EncoderError(f"model.encoder.path: {cfg.path}: has no fast tokenizer (tokenizer.json), "
                                f"which aligns subwords with words")
@@ -215,26 +209,21 @@ class Encoder:
 
     def _piece_states(self, sentences: list[list[int]]) -> list[torch.Tensor]:
         """Per sentence (given by its subword ids), ``[1 + subwords, S, H]``: the
-        leading special token's states, then each subword's."""
+        leading special token's states (any row where there is none), then each subword's."""
+        lead = (self.prefix or [self.tokenizer.pad_token_id or 0])[:1]
         if self.table is not None:
-            return [self.table(torch.tensor(self.prefix[:1] + ids, dtype=torch.int64, device=self.device))
-                    .unsqueeze(1) for ids in sentences]
-        windows = [(j, start) for j, ids in enumerate(sentences)
-                   for start in _window_starts(len(ids), self.window, self.overlap)]
-        texts = [self.prefix + sentences[j][start:start + self.window] + self.suffix for j, start in windows]
-        states = self._run(texts)  # [windows, longest, S, H]
+            return [self.table(torch.tensor(lead + ids, dtype=torch.int64, device=self.device)).unsqueeze(1)
+                    for ids in sentences]
+        starts = [_window_starts(len(ids), self.window, self.overlap) for ids in sentences]
+        states = self._run([self.prefix + ids[start:start + self.window] + self.suffix
+                            for ids, begins in zip(sentences, starts) for start in begins])
+        stride = states.shape[1]
         flat = states.reshape(-1, *states.shape[2:])
-        first_window = {}
-        for k, (j, _) in enumerate(windows):
-            first_window.setdefault(j, k)
-        out = []
-        for j, ids in enumerate(sentences):
-            starts = [start for jj, start in windows if jj == j]
-            rows = _central_rows(len(ids), starts, self.window, len(self.prefix), states.shape[1]) + first_window[j] * states.shape[1]
-            root = flat[first_window[j] * states.shape[1]].unsqueeze(0)
-            if not self.prefix:
-                root = torch.zeros_like(root)
-            out.append(torch.cat([root, flat[torch.from_numpy(rows).to(self.device)]]))
+        out, first = [], 0
+        for ids, begins in zip(sentences, starts):
+            rows = _central_rows(len(ids), begins, self.window, len(self.prefix), stride) + first * stride
+            out.append(flat[torch.from_numpy(np.concatenate([[first * stride], rows])).to(self.device)])
+            first += len(begins)
         return out
 
     def _run(self, texts: list[list[int]]) -> torch.Tensor:
@@ -253,7 +242,8 @@ class Encoder:
         """``[n + 1, S, H]``: ROOT's states, then each word's pooled subword states
         (zeros for a word without subwords, which only a tokenizer without an unknown token leaves)."""
         words = torch.zeros((n + 1, *states.shape[1:]), dtype=states.dtype, device=states.device)
-        words[0] = states[0]
+        if self.prefix:
+            words[0] = states[0]
         pieces = states[1:]
         if self.pooling == "first":
             owners, first = np.unique(owner[pooled], return_index=True)
@@ -306,6 +296,22 @@ def _prepared(model: nn.Module, layers: int, quantize: bool) -> nn.Module:
             warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao
             model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
     return model
+
+
+def _loaded(transformers, name: str, local: bool) -> tuple:
+    """The tokenizer and model of a folder, or of a hub name: from the Hugging Face
+    cache where it is there (no network, no waiting on an unreachable hub), else
+    downloaded."""
+    problem = None
+    with _quiet(transformers):
+        for offline in (True,) if local else (True, False):
+            try:
+                return (transformers.AutoTokenizer.from_pretrained(name, local_files_only=offline),
+                        transformers.AutoModel.from_pretrained(name, local_files_only=offline))
+            except (OSError, ValueError) as error:
+                problem = error
+    raise EncoderNotFound(f"model.encoder.path: {name}: cannot load it as a Hugging Face model folder or hub name "
+                          f"({_first_line(problem)})")
 
 
 def _snapshot_folder(name: str) -> Path:

@@ -38,9 +38,10 @@ from .trainer import Diverged, EpochStats, Trainer
 #: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
 EVAL_BATCH_SIZE = 64
 #: config keys that may change between a run and its resumption (``output_dir``:
-#: the run may have been moved, or named by another spelling of the same path)
+#: the run may have been moved, or named by another spelling of the same path;
+#: ``model.encoder.path``: the encoder may have moved, its fingerprint says whether it is the same)
 RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device",
-                     "output_dir"}
+                     "output_dir", "model.encoder.path"}
 #: data files that may change on resume, with a note: a corrected path, or another evaluation set
 NOTED_CHANGES = {"data.dev", "data.test"}
 
@@ -242,7 +243,7 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
         if "training" not in data:
             raise TrainingError(f"{last}: has no training state to resume from")
         _check_resumable(data["model"]["config"], config, last, log)
-        model = Model.from_data(data["model"])
+        model = Model.from_data(data["model"], encoder=config.model.encoder.path)
         model.config = config
         start_epoch = data["epoch"]
         best_las, best_epoch = data["training"]["best_las"], data["training"]["best_epoch"]
@@ -422,5 +423,5 @@ def _epoch_line(record: dict) -> str:
 
 
 def _test_scores(config: Config, out: Path, test_sentences) -> dict:
-    model = Model.from_data(load_checkpoint(out / BEST)["model"]).to(config.device)
+    model = Model.from_data(load_checkpoint(out / BEST)["model"], encoder=config.model.encoder.path).to(config.device)
     return _scores(model, test_sentences)
