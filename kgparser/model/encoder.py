@@ -53,7 +53,7 @@ from torch import nn
 from ..config import EncoderConfig
 from ..errors import KgparserError
 
-#: a bare word-boundary piece: SentencePiece's and byte-level BPE's word-start markers
+#: word-start markers of SentencePiece and byte-level BPE, which are also pieces of their own
 BOUNDARY_PIECES = ("▁", "Ġ")
 #: padded subwords the transformer reads per call
 TOKENS_PER_CALL = 4096
@@ -117,8 +117,7 @@ class Encoder:
                                f"which aligns subwords with words")
         self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
         self.prefix, self.suffix = self._special_tokens()
-        self.boundary_ids = {self.tokenizer.convert_tokens_to_ids(piece) for piece in BOUNDARY_PIECES
-                             if piece in self.tokenizer.get_vocab()}
+        self.boundary_ids = self._boundary_ids()
         total = model.config.num_hidden_layers
         self.layers = total if cfg.layers is None else cfg.layers
         if self.layers > total:
@@ -136,6 +135,12 @@ class Encoder:
         ids, words = encoded["input_ids"][0], encoded.word_ids(0)
         inside = [k for k, word in enumerate(words) if word is not None]
         return ids[:inside[0]], ids[inside[-1] + 1:]
+
+    def _boundary_ids(self) -> set[int]:
+        """The id of the bare word-start marker this tokenizer puts on words (none for WordPiece)."""
+        first = self.tokenizer.convert_ids_to_tokens(self._tokenized(["word"])[0])[0]
+        vocab = self.tokenizer.get_vocab()
+        return {vocab[marker] for marker in BOUNDARY_PIECES if first.startswith(marker) and marker in vocab}
 
     def _windows(self, cfg: EncoderConfig, config) -> tuple[int, int]:
         """Subwords per window and the overlap of consecutive windows."""
