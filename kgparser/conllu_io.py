@@ -78,6 +78,7 @@ __all__ = [
     "control_character",
     "find_cycle",
     "iter_conllu",
+    "iter_sentences",
     "parse_conllu",
     "read_conllu",
     "sample_data_path",
@@ -458,8 +459,10 @@ def _blocks(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         yield start, block
 
 
-def _sentences(lines: Iterable[str], source: str, lenient: bool, require_tree: bool,
-               skipped: list[ConlluError] | None) -> Iterator[Sentence]:
+def iter_sentences(lines: Iterable[str], source: str, lenient: bool = False, require_tree: bool = True,
+                   skipped: list[ConlluError] | None = None) -> Iterator[Sentence]:
+    """Stream the sentences of CoNLL-U ``lines`` (an open file, line numbers
+    counted from 1), as :func:`iter_conllu` does."""
     read = 0
     for start, block in _blocks(lines):
         try:
@@ -500,7 +503,7 @@ def iter_conllu(path: str | Path, *, lenient: bool = False, require_tree: bool =
     (when given) and logged.
     """
     with opened_text(path) as (handle, source):
-        yield from _sentences(handle, source, lenient, require_tree, skipped)
+        yield from iter_sentences(handle, source, lenient, require_tree, skipped)
 
 
 @contextmanager
@@ -535,7 +538,7 @@ def parse_conllu(text: str, source: str = "<string>", *, lenient: bool = False,
     """All sentences of CoNLL-U ``text`` (a leading byte-order mark is skipped, as
     in files); errors are located in ``source``."""
     skipped: list[ConlluError] = []
-    sentences = _sentences(text.removeprefix("\ufeff").split("\n"), source, lenient, require_tree, skipped)
+    sentences = iter_sentences(text.removeprefix("\ufeff").split("\n"), source, lenient, require_tree, skipped)
     return SentenceList(sentences, skipped)
 
 
@@ -557,9 +560,9 @@ def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[st
 
 
 def sentences_from_tokens(token_lists: Iterable[Sequence[str] | Sequence[tuple[str, str]]],
-                          source: str = "<tokens>") -> list[Sentence]:
+                          source: str = "<tokens>", start: int = 1) -> list[Sentence]:
     """Sentences without trees from lists of forms or of ``(form, upos)`` pairs
-    (``upos`` may be None).
+    (``upos`` may be None); ``start``: the number of the first (in messages).
 
     Each sentence gets a ``# text`` comment (forms joined by spaces) and ``_`` in
     every other column.  Anything else -- a token that is a number, bytes, None or
@@ -567,7 +570,7 @@ def sentences_from_tokens(token_lists: Iterable[Sequence[str] | Sequence[tuple[s
     :class:`TokenError` naming the sentence and the token (both 1-based).
     """
     sentences = []
-    for number, tokens in enumerate(token_lists, start=1):
+    for number, tokens in enumerate(token_lists, start=start):
         if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
             raise TokenError(f"sentence {number}: expected a list of tokens, got {_described(tokens)}")
         pairs = [_form_and_upos(token, number, index) for index, token in enumerate(tokens, start=1)]

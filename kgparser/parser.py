@@ -79,6 +79,14 @@ class ConstraintReport:
     violated: list = field(default_factory=list)
 
 
+def warn_long_sentences(count: int, longest: int, trained: int, stacklevel: int = 2) -> None:
+    """The :class:`LongSentenceWarning` for ``count`` sentences longer than the
+    longest training sentence (``trained`` words), the longest ``longest`` words."""
+    warnings.warn(f"{count} sentence(s) are longer than the longest training sentence ({trained} words), "
+                  f"the longest {longest} words: the model may parse them worse", LongSentenceWarning,
+                  stacklevel=stacklevel)
+
+
 def describe_sentence(sentence, index: int) -> str:
     """``file, line L, sentence I (sent_id S)`` for error messages."""
     sent_id = getattr(sentence, "sent_id", None)
@@ -246,9 +254,7 @@ class Parser:
             return
         lengths = [s.n for s in sentences if s.n > longest]
         if lengths:
-            warnings.warn(f"{len(lengths)} sentence(s) are longer than the longest training sentence "
-                          f"({longest} words), the longest {max(lengths)} words: the model may parse them "
-                          f"worse", LongSentenceWarning, stacklevel=3)
+            warn_long_sentences(len(lengths), max(lengths), longest, stacklevel=4)
 
     def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error", *,
                              defer_satisfiability: bool = False) -> list:
@@ -336,29 +342,46 @@ class Parser:
         return sentences_from_tokens(items)
 
     def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, output_format: str = "conllu",
-                   **options) -> list:
-        """Parse a CoNLL-U file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
-        open text file) and return the parsed sentences (with ``skipped``, see
-        :meth:`parse`); ``options`` are :meth:`parse`'s (``constraints``,
-        ``on_bad_constraints``, ``lenient``, ``tags``, ``input_format``, ``lang``).
-        ``output_format``: ``conllu``, or ``html`` / ``svg`` for pictures of the trees
-        (:mod:`kgparser.render`).  ``keep_skipped`` reads leniently
-        and writes each sentence that cannot be read back unchanged in its place,
-        so that the output has as many sentences as the input (without it, a
-        lenient parse leaves them out).  Nothing is written when parsing fails,
+                   processes: int = 1, chunk_size: int | None = None, progress: bool = False, **options):
+        """Parse a file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
+        open text file) and return a :class:`~kgparser.streaming.ParseSummary`
+        (sentences, words, ``skipped``, ``tag_report``); ``options`` are
+        :meth:`parse`'s (``constraints``, ``on_bad_constraints``, ``lenient``,
+        ``tags``, ``input_format``, ``lang``, ``root_choice``).  CoNLL-U output
+        is streamed: read, parsed and written ``chunk_size`` sentences at a time
+        (default :data:`~kgparser.streaming.DEFAULT_CHUNK_SIZE`), by ``processes``
+        worker processes, in flat memory, with a progress line on standard error
+        if ``progress`` (:mod:`kgparser.streaming`).  ``output_format``:
+        ``conllu``, or ``html`` / ``svg`` for pictures of the trees
+        (:mod:`kgparser.render`; the whole input at once).  ``keep_skipped``
+        reads leniently and writes each sentence that cannot be read back
+        unchanged in its place, so that the output has as many sentences as the
+        input (without it, a lenient parse leaves them out).  A file target is
+        written whole or not at all: nothing is written when parsing fails,
         e.g. on a truncated ``.gz`` file, whose sentences read before the damage
         are not written as if they were the whole file."""
-        from .conllu_io import write_conllu
-
         from .render import check_format, write_picture
+        from .streaming import DEFAULT_CHUNK_SIZE, ParseSummary, parse_file
 
         check_format(output_format)
         options["lenient"] = options.get("lenient", False) or keep_skipped
+        if output_format == "conllu":
+            return parse_file(self, source, target, keep_skipped=keep_skipped, processes=processes,
+                              chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, progress=progress, **options)
         if options.get("input_format") == "raw":
             source = Path(source)  # a file name, not the text itself
         sentences = self.parse(source, **options)
-        if output_format == "conllu":
-            write_conllu(sentences.with_skipped() if keep_skipped else sentences, target)
-        else:
-            write_picture(sentences, target, output_format)
-        return sentences
+        write_picture(sentences, target, output_format)
+        return ParseSummary.of(sentences, self.tag_report)
+
+    def pipe(self, data: Iterable, *, processes: int = 1, chunk_size: int | None = None, **options):
+        """Parse any iterable of sentences lazily: a generator of parsed copies,
+        ``chunk_size`` sentences read and parsed at a time (default
+        :data:`~kgparser.streaming.DEFAULT_CHUNK_SIZE`), by ``processes`` worker
+        processes, in input order.  ``data``: Sentences or token lists as for
+        :meth:`parse` (``input_format="text"``: lines of pre-tokenized text);
+        ``options`` are :meth:`parse`'s but ``constraints``.  When ``data``
+        raises, the sentences read before it are yielded first."""
+        from .streaming import DEFAULT_CHUNK_SIZE, pipe
+
+        return pipe(self, data, processes=processes, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, **options)

@@ -13,7 +13,7 @@ tokenizer feeding the Python API.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .conllu_io import ConlluError, Sentence, SentenceList, control_character, opened_text
 from .errors import KgparserError
@@ -37,14 +37,15 @@ def read_tokenized(source: str | Path | Iterable[str]) -> SentenceList:
         return SentenceList(tokenized_sentences(handle, name))
 
 
-def tokenized_sentences(lines: Iterable[str], source: str) -> list[Sentence]:
-    """One sentence per non-blank line; a sentence's ``line`` is its line number."""
-    sentences = []
+def tokenized_sentences(lines: Iterable[str], source: str) -> Iterator[Sentence]:
+    """One sentence per non-blank line, as the lines are read; a sentence's
+    ``line`` is its line number."""
+    count = 0
     for number, line in enumerate(lines, start=1):
         tokens = line.split()
         if tokens:
-            sentences.append(_sentence(tokens, len(sentences) + 1, source, number))
-    return sentences
+            count += 1
+            yield _sentence(tokens, count, source, number)
 
 
 def _sentence(tokens: list[str], sent_id: int, source: str, line: int) -> Sentence:

@@ -105,8 +105,11 @@ def read_raw(source, lang: str | None) -> SentenceList:
     return raw_sentences(source, lang, "<text>")
 
 
-def raw_sentences(text: str, lang: str, source: str = "<text>") -> SentenceList:
-    """Tokenize and sentence-split ``text`` (see the module docstring)."""
+def raw_sentences(text: str, lang: str, source: str = "<text>", *, first_sentence: int = 0,
+                  first_line: int = 1) -> SentenceList:
+    """Tokenize and sentence-split ``text`` (see the module docstring);
+    ``first_sentence``, ``first_line``: where ``text`` starts in a longer text
+    (the sentences before it, its line there), for the sent_ids and lines."""
     nlp = blank_pipeline(lang)
     paragraphs = paragraph_spans(text)
     docs = nlp.pipe(text[start:end] for start, end in paragraphs)
@@ -115,7 +118,7 @@ def raw_sentences(text: str, lang: str, source: str = "<text>") -> SentenceList:
     for (start, _), doc in zip(paragraphs, docs):
         first_of_paragraph.add(len(sentences))
         sentences += doc_words(doc, start)
-    return build_sentences(text, sentences, first_of_paragraph, source)
+    return build_sentences(text, sentences, first_of_paragraph, source, first_sentence, first_line)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
@@ -165,10 +168,11 @@ def _tag(value: str) -> str:
 
 
 def build_sentences(text: str, sentences: Sequence[Sequence[Word]], first_of_paragraph: Iterable[int] = (),
-                    source: str = "<text>") -> SentenceList:
+                    source: str = "<text>", first_sentence: int = 0, first_line: int = 1) -> SentenceList:
     """CoNLL-U sentences of the ``sentences`` of words of ``text`` (in order),
     with the white space around them recorded so that :func:`text_of` gives
-    ``text`` back; ``first_of_paragraph``: indices of the sentences to mark ``# newpar``."""
+    ``text`` back; ``first_of_paragraph``: indices of the sentences to mark ``# newpar``;
+    ``first_sentence``, ``first_line``: as :func:`raw_sentences`'s."""
     words = [word for sentence in sentences for word in sentence]
     afters = [text[word.end:following.start] for word, following in zip(words, words[1:])]
     afters.append(text[words[-1].end:] if words else "")
@@ -180,8 +184,8 @@ def build_sentences(text: str, sentences: Sequence[Sequence[Word]], first_of_par
     for index, sentence in enumerate(sentences):
         spacing = afters[position:position + len(sentence)]
         comments = ["# newpar"] if index in paragraphs else []
-        comments += [f"# sent_id = {index + 1}", f"# text = {_sentence_text(sentence, spacing)}"]
-        line = bisect.bisect_right(line_starts, sentence[0].start)
+        comments += [f"# sent_id = {first_sentence + index + 1}", f"# text = {_sentence_text(sentence, spacing)}"]
+        line = first_line - 1 + bisect.bisect_right(line_starts, sentence[0].start)
         result.append(_sentence(sentence, spacing, before if index == 0 else "", comments, source, line))
         position += len(sentence)
     return result

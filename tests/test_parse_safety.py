@@ -104,11 +104,11 @@ def test_lenient_parse_keeps_skipped_sentences_in_place(checkpoint, tmp_path):
     source.write_text(text, encoding="utf-8")
     parser = Parser.load(checkpoint)
     dropped = parser.parse_file(source, tmp_path / "dropped.conllu", lenient=True)
-    assert len(dropped) == 2 and [e.line for e in dropped.skipped] == [6]
+    assert dropped.sentences == 2 and [e.line for e in dropped.skipped] == [6]
     assert (tmp_path / "dropped.conllu").read_text(encoding="utf-8").count("# sent_id") == 2
     kept = parser.parse_file(source, source, keep_skipped=True)  # in place: nothing lost
     out = source.read_text(encoding="utf-8")
-    assert len(kept) == 2 and out.split("\n\n")[1] + "\n\n" == BAD
+    assert kept.sentences == 2 and out.split("\n\n")[1] + "\n\n" == BAD
     assert [b.split("\n")[0] for b in out.strip().split("\n\n")] == ["# sent_id = a", "# sent_id = bad",
                                                                      "# sent_id = b"]
 

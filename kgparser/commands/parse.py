@@ -34,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "if it has moved (a folder or hub name; it must be the same encoder)")
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    parser.add_argument("--processes", "-p", type=_positive, default=1, metavar="N",
+                        help="parse with N worker processes of one thread each, output in input order "
+                             "(default 1: in this process)")
+    parser.add_argument("--chunk-size", type=_positive, default=None, metavar="SENTENCES",
+                        help="sentences read, parsed and written at a time, so memory stays flat whatever the "
+                             "input's size (default 2000)")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress line (shown only when standard error is a terminal)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--threads", type=_thread_count, default=1,
                         help="torch threads (default 1: on a machine busy with other jobs, several threads stall each "
@@ -64,11 +72,24 @@ def _thread_count(text: str) -> int:
     return count
 
 
+def _positive(text: str) -> int:
+    """A whole number >= 1, refused by argparse in one line otherwise."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return count
+
+
 def run(args: argparse.Namespace) -> int:
     import time
 
     from ..parser import Parser
+    from ..streaming import bound_kernel_cache
 
+    bound_kernel_cache()
     if args.batch_size <= 0:
         from ..errors import KgparserError
 
@@ -78,16 +99,18 @@ def run(args: argparse.Namespace) -> int:
         parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads,
                              encoder=args.encoder)
         started = time.perf_counter()
-        sentences = parser.parse_file(args.input, args.output if args.output else sys.stdout,
-                                      lenient=args.lenient, keep_skipped=args.keep_skipped,
-                                      constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
-                                      tags=args.tags, input_format=args.input_format,
-                                      root_choice=args.root_choice, lang=args.lang, output_format=args.format)
+        summary = parser.parse_file(args.input, args.output if args.output else sys.stdout,
+                                    lenient=args.lenient, keep_skipped=args.keep_skipped,
+                                    constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
+                                    tags=args.tags, input_format=args.input_format,
+                                    root_choice=args.root_choice, lang=args.lang, output_format=args.format,
+                                    processes=args.processes, chunk_size=args.chunk_size,
+                                    progress=not args.quiet and sys.stderr.isatty())
         seconds = time.perf_counter() - started
-    words = sum(s.n for s in sentences)
-    print(f"parsed {len(sentences)} sentences, {words} words in {seconds:.1f}s "
+    words = summary.words
+    print(f"parsed {summary.sentences} sentences, {words} words in {seconds:.1f}s "
           f"({words / seconds if seconds else 0:.0f} words/s)", file=sys.stderr)
-    _report_skipped(sentences.skipped, args.keep_skipped)
+    _report_skipped(summary.skipped, args.keep_skipped)
     if any(parser.tag_report.missing.values()):
         print(parser.tag_report.summary(), file=sys.stderr)
     if args.constraints is not None:
@@ -99,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_output(args: argparse.Namespace) -> None:
     """Refuse an output that is the model or the constraints file: it would be
-    replaced by CoNLL-U.  The input itself may be the output (it is read whole
-    before anything is written)."""
+    replaced by CoNLL-U.  The input itself may be the output (a file output is
+    a temporary file until the input is read and parsed to its end)."""
     from ..atomic import same_file
     from ..errors import KgparserError
 
