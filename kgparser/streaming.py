@@ -60,7 +60,9 @@ def bound_kernel_cache() -> None:
     and keeps 1,024 of them: the process grows by some 300 MB over millions
     of words (RSS 397 MB after 100k words, 631 MB after 5M), as more shapes
     turn up.  Parsing uses about 200 shapes again and again, so 256 parse as
-    fast, and the memory stops growing early (BENCHMARKS.md, "Parsing a corpus")."""
+    fast and grow far less (386 MB after 100k words, 446 MB after 5M); 0
+    would keep the memory flat at 9% of the speed (BENCHMARKS.md, "Parsing a
+    corpus")."""
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(KERNEL_CACHE_CAPACITY))
 
 
