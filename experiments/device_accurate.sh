@@ -12,7 +12,7 @@
 #   ud/*.conllu.gz       English-EWT, Hungarian-Szeged, Turkish-IMST
 #   wheels/*.whl         what the machine lacks (conllu)
 # Usage: experiments/device_accurate.sh OUT_DIR [LIMIT_SECONDS]
-# (EXTRA='--set ...' is added to every training; EWT_DEVICE=cpu runs EWT on the CPU)
+# (EXTRA='--set ...' is added to every training; EWT_DEVICE=cpu runs EWT on the CPU, EWT=0 not at all)
 set -uo pipefail
 OUT=${1:?usage: device_accurate.sh OUT_DIR [LIMIT]}; LIMIT=${2:-470}
 DATA=${DATA:-.devdata}; UD=$PWD/$DATA/ud; R=${RUNS:-/tmp/accurate}
@@ -35,7 +35,7 @@ run() {  # NAME CONFIG TREEBANK [--set ...]: train, then parse and score the tes
 }
 HU=configs/hu-accurate.yaml
 for s in 1 2 3; do
-  run ewt-acc-s$s configs/ewt-accurate.yaml en_ewt --set seed=$s --set device=${EWT_DEVICE:-cuda} &
+  [ "${EWT:-1}" = 0 ] || run ewt-acc-s$s configs/ewt-accurate.yaml en_ewt --set seed=$s --set device=${EWT_DEVICE:-cuda} &
   run hu-acc-s$s $HU hu_szeged --set seed=$s &
   run tr-acc-s$s $HU tr_imst --set seed=$s --set training.epochs=20 &
 done
