@@ -519,10 +519,16 @@ def _resolve_paths(config: Config, base: Path, cwd_keys: frozenset) -> None:
         value = _get(config, path)
         if value and not Path(value).is_absolute():
             root = Path.cwd() if path in cwd_keys else base
-            if path in _HUB_PATHS and not (root / value).exists():
+            if path in _HUB_PATHS and not (root / value).exists() and _could_be_hub_name(value):
                 continue
             owner_path, _, attr = path.rpartition(".")
             setattr(_get(config, owner_path), attr, str((root / value).resolve()))
+
+
+def _could_be_hub_name(value: str) -> bool:
+    """Whether ``value`` has the form of a Hugging Face hub id (``name`` or
+    ``namespace/name``) rather than of a relative path (``../models/e5``)."""
+    return not value.startswith(".") and value.count("/") <= 1
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:

@@ -227,3 +227,6 @@ def test_an_encoder_path_is_a_folder_beside_the_config_or_a_hub_name(tmp_path):
         str((tmp_path / "bert").resolve())
     assert load_config(write(tmp_path, "model: {encoder: {path: FacebookAI/xlm-roberta-base}}")).model.encoder.path \
         == "FacebookAI/xlm-roberta-base"
+    # a relative path that names no folder yet stays a path (so the error names the folder), not a hub name
+    assert load_config(write(tmp_path, "model: {encoder: {path: ../models/e5}}")).model.encoder.path == \
+        str((tmp_path / "../models/e5").resolve())
