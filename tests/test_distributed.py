@@ -80,17 +80,19 @@ def test_stopping_ends_the_groups_worker_threads():
     assert len(counts) == 2 and all(before == after for before, after in counts), done.stdout
 
 
-FAILING_RANK = """
-import sys, torch
+#: two ranks average a gradient once; rank 1 first does ``{rank_one}``
+RANK_ONE_THEN_AVERAGE = """
+import sys, time, torch
 from kgparser.training.distributed import GradientAverager, start, world_from_environment
 world = world_from_environment()
 start(world, "cpu")
 if world.rank == 1:
-    sys.exit(3)
+    {rank_one}
 weight = torch.nn.Parameter(torch.zeros(2))
 weight.grad = torch.ones(2)
 GradientAverager([weight], world)()
 """
+FAILING_RANK = RANK_ONE_THEN_AVERAGE.format(rank_one="sys.exit(3)")
 
 
 def test_a_failing_rank_ends_the_run_instead_of_a_hang():
@@ -224,17 +226,7 @@ def test_a_rank_killed_mid_run_is_one_line_and_the_run_resumes(tmp_path):
     assert main(["train", config, "--quiet", "--resume", "--set", f"training.epochs={done + 1}"]) == 0
 
 
-SILENT_RANK = """
-import sys, time, torch
-from kgparser.training.distributed import GradientAverager, start, world_from_environment
-world = world_from_environment()
-start(world, "cpu")
-if world.rank == 1:
-    time.sleep(60)
-weight = torch.nn.Parameter(torch.zeros(2))
-weight.grad = torch.ones(2)
-GradientAverager([weight], world)()
-"""
+SILENT_RANK = RANK_ONE_THEN_AVERAGE.format(rank_one="time.sleep(60)")
 
 
 def test_a_rank_that_stops_answering_is_one_line_from_each_survivor():
