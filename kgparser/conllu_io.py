@@ -549,11 +549,7 @@ def write_conllu(sentences: Iterable[Sentence], path_or_file: str | Path | IO[st
         for sentence in sentences:
             path_or_file.write(sentence.to_conllu())
         return
-    if str(path_or_file) == "-":
-        write_conllu(sentences, sys.stdout)
-        sys.stdout.flush()
-        return
-    from .atomic import atomic_open
+    from .atomic import atomic_open  # ``-`` is standard output there, as every stream target
 
     with atomic_open(path_or_file) as handle:
         write_conllu(sentences, handle)
