@@ -1,6 +1,6 @@
 """Where a model's non-projective arcs come from: of the arcs non-projective
 in its predicted trees, how many have the gold head (the reports' precision,
-``kgparser.experiments.collect.score_sentences``), and how many of those are
+``kgparser.evaluation.nonprojective_counts``), and how many of those are
 non-projective in the gold tree as well, i.e. real non-projective
 structures built right, not right arcs that only look non-projective because
 a word between head and dependent went wrong.

@@ -39,6 +39,12 @@ Breakdowns (always over the scored words):
 * non-projective arcs (:func:`nonprojective_counts`): recall over the arcs
   non-projective in the gold tree, precision over those non-projective in the
   predicted tree (an arc is right when its head is the gold head).
+
+A precision, recall or F1 without anything to count (0 / 0) is 0.
+
+Sentence by sentence (:attr:`Scores.by_sentence`, the terms of paired
+significance tests over sentences): the scored words, the correct heads and
+correct heads with full labels, and, where counted, the non-projective counts.
 """
 from __future__ import annotations
 
@@ -50,8 +56,9 @@ from .conllu_io import Sentence, read_conllu
 from .errors import KgparserError
 from .transitions.trees import nonprojective_arcs
 
-__all__ = ["EvaluationError", "PRF", "Scores", "check_sentence_counts", "distance_bucket", "evaluate",
-           "evaluate_files", "nonprojective_counts", "predicted_nonprojective_arcs", "universal_label"]
+__all__ = ["EvaluationError", "NonProjective", "PRF", "Scores", "check_sentence_counts", "distance_bucket",
+           "evaluate", "evaluate_files", "features", "nonprojective_counts", "predicted_nonprojective_arcs",
+           "universal_label"]
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
 #: the tag scores, in the order they are reported
@@ -82,10 +89,6 @@ def distance_bucket(head: int, dependent: int) -> str | None:
     return str(distance) if distance < 7 else "7+"
 
 
-#: the counts of :func:`nonprojective_counts`, in its order
-NONPROJECTIVE_COUNTS = ("gold", "found", "predicted", "right")
-
-
 def predicted_nonprojective_arcs(pred: Sentence) -> list[tuple[int, int]]:
     """The arcs of a prediction that are non-projective in it; a word without a
     head (``_``) has no arc but hangs from the root when the tree is checked."""
@@ -93,7 +96,7 @@ def predicted_nonprojective_arcs(pred: Sentence) -> list[tuple[int, int]]:
     return [(h, d) for h, d in nonprojective_arcs(attached) if pred.heads[d] >= 0]
 
 
-def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> tuple[int, int, int, int]:
+def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> NonProjective:
     """Non-projective arcs onto the ``scored`` words: those non-projective in the
     gold tree, and how many of their words got the gold head (recall's terms);
     those non-projective in the predicted tree, and how many of them have the
@@ -101,8 +104,8 @@ def nonprojective_counts(gold: Sentence, pred: Sentence, scored: set[int]) -> tu
     from the root when the predicted tree is checked, and is never counted."""
     gold_arcs = [(h, d) for h, d in nonprojective_arcs(gold.heads) if d in scored]
     pred_arcs = [(h, d) for h, d in predicted_nonprojective_arcs(pred) if d in scored]
-    return (len(gold_arcs), sum(pred.heads[d] == h for h, d in gold_arcs),
-            len(pred_arcs), sum(gold.heads[d] == h for h, d in pred_arcs))
+    return NonProjective(len(gold_arcs), sum(pred.heads[d] == h for h, d in gold_arcs),
+                         len(pred_arcs), sum(gold.heads[d] == h for h, d in pred_arcs))
 
 
 def _ratio(numerator: int, denominator: int) -> float:
@@ -129,9 +132,42 @@ class PRF:
     def f1(self) -> float:
         return _ratio(2 * self.correct, self.gold + self.predicted)
 
+    def __add__(self, other: PRF) -> PRF:
+        return PRF(self.gold + other.gold, self.predicted + other.predicted, self.correct + other.correct)
+
     def to_dict(self) -> dict[str, float | int]:
         return {"gold": self.gold, "predicted": self.predicted, "correct": self.correct,
                 "precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+@dataclass
+class NonProjective:
+    """Non-projective arcs: ``gold`` arcs non-projective in the gold tree and
+    ``found``, those whose word got the gold head (recall); ``predicted`` arcs
+    non-projective in the predicted tree and ``right``, those with the gold
+    head (precision).  The numerators differ because an arc can be
+    non-projective in one tree and not in the other."""
+
+    gold: int = 0
+    found: int = 0
+    predicted: int = 0
+    right: int = 0
+
+    @property
+    def precision(self) -> float:
+        return _ratio(self.right, self.predicted)
+
+    @property
+    def recall(self) -> float:
+        return _ratio(self.found, self.gold)
+
+    def __add__(self, other: "NonProjective") -> NonProjective:
+        return NonProjective(self.gold + other.gold, self.found + other.found, self.predicted + other.predicted,
+                             self.right + other.right)
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"gold": self.gold, "found": self.found, "predicted": self.predicted, "right": self.right,
+                "precision": self.precision, "recall": self.recall}
 
 
 @dataclass
@@ -150,11 +186,15 @@ class Scores:
     complete_labeled: int = 0
     per_label: dict[str, PRF] = field(default_factory=dict)
     per_distance: dict[str, PRF] = field(default_factory=dict)
-    #: :data:`NONPROJECTIVE_COUNTS` -> count, summed over the sentences; None where not counted
-    nonprojective: dict[str, int] | None = None
+    #: summed over the sentences; None where not counted
+    nonprojective: NonProjective | None = None
     #: per tag score (:data:`TAG_SCORES`): words with a gold value, and those predicted right
     tagged: dict[str, int] = field(default_factory=dict)
     correct_tags: dict[str, int] = field(default_factory=dict)
+    #: count -> its value in each sentence, in order: ``words``, ``correct_heads`` and
+    #: ``correct_labeled`` (as the totals), and where counted ``nonprojective_gold``,
+    #: ``_found``, ``_predicted`` and ``_right``
+    by_sentence: dict[str, list[int]] = field(default_factory=dict)
 
     def tag_accuracy(self, score: str) -> float | None:
         """``upos``, ``xpos``, ``ufeats`` or ``feats`` accuracy; None where gold has no such tags."""
@@ -204,10 +244,8 @@ class Scores:
             result["per_label"] = {label: row.to_dict() for label, row in sorted(self.per_label.items())}
             result["per_distance"] = {bucket: self.per_distance[bucket].to_dict()
                                       for bucket in DISTANCE_BUCKETS if bucket in self.per_distance}
-            counts = self.nonprojective
-            if counts is not None:
-                result["nonprojective"] = {**counts, "precision": _ratio(counts["right"], counts["predicted"]),
-                                           "recall": _ratio(counts["found"], counts["gold"])}
+            if self.nonprojective is not None:
+                result["nonprojective"] = self.nonprojective.to_dict()
         return result
 
     def format(self, breakdown: bool = False) -> str:
@@ -235,9 +273,9 @@ class Scores:
 
     def _nonprojective_line(self) -> str:
         c = self.nonprojective
-        return (f"Non-projective arcs: gold {c['gold']}, {c['found']} with the gold head (recall "
-                f"{100 * _ratio(c['found'], c['gold']):.2f}); predicted {c['predicted']}, {c['right']} with the "
-                f"gold head (precision {100 * _ratio(c['right'], c['predicted']):.2f})")
+        return (f"Non-projective arcs: gold {c.gold}, {c.found} with the gold head (recall "
+                f"{100 * c.recall:.2f}); predicted {c.predicted}, {c.right} with the "
+                f"gold head (precision {100 * c.precision:.2f})")
 
 
 _TAG_NAMES = {"upos": "UPOS", "xpos": "XPOS", "ufeats": "UFeats", "feats": "FEATS (whole)"}
@@ -278,34 +316,36 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
     ``nonprojective`` False the non-projective arcs are not counted (the slowest
     part, which training's dev scores do without)."""
     check_sentence_counts(gold_sentences, pred_sentences)
-    scores = Scores(punct=punct)
-    if nonprojective:
-        scores.nonprojective = dict.fromkeys(NONPROJECTIVE_COUNTS, 0)
+    scores = Scores(punct=punct, nonprojective=NonProjective() if nonprojective else None)
     gold_has_feats = any(f is not None for sentence in gold_sentences for f in sentence.feats)
-    per_label: dict[str, PRF] = {}
-    per_distance: dict[str, PRF] = {}
     for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
         _check_aligned(index, gold, pred)
-        scores.sentences += 1
-        complete_unlabeled = complete_labeled = True
-        scored = [d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"]
-        scores.excluded_punct += gold.n - len(scored)
-        for d in scored:
-            head_ok, label_ok = _score_word(scores, per_label, per_distance, gold, pred, d, gold_has_feats)
-            complete_unlabeled &= head_ok
-            complete_labeled &= head_ok and label_ok
-        scores.complete_unlabeled += complete_unlabeled
-        scores.complete_labeled += complete_labeled
-        if nonprojective:
-            for name, count in zip(NONPROJECTIVE_COUNTS, nonprojective_counts(gold, pred, set(scored))):
-                scores.nonprojective[name] += count
-    scores.per_label = per_label
-    scores.per_distance = per_distance
+        _score_sentence(scores, gold, pred, gold_has_feats)
     return scores
 
 
-def _score_word(scores: Scores, per_label: dict[str, PRF], per_distance: dict[str, PRF], gold: Sentence,
-                pred: Sentence, d: int, gold_has_feats: bool) -> tuple[bool, bool]:
+def _score_sentence(scores: Scores, gold: Sentence, pred: Sentence, gold_has_feats: bool) -> None:
+    """Add one sentence to the totals of ``scores`` and its own counts to ``scores.by_sentence``."""
+    scored = [d for d in range(1, gold.n + 1) if scores.punct or gold.upos[d - 1] != "PUNCT"]
+    heads = labeled = 0
+    for d in scored:
+        head_ok, label_ok = _score_word(scores, gold, pred, d, gold_has_feats)
+        heads += head_ok
+        labeled += head_ok and label_ok
+    scores.sentences += 1
+    scores.excluded_punct += gold.n - len(scored)
+    scores.complete_unlabeled += heads == len(scored)
+    scores.complete_labeled += labeled == len(scored)
+    counts = {"words": len(scored), "correct_heads": heads, "correct_labeled": labeled}
+    if scores.nonprojective is not None:
+        nonprojective = nonprojective_counts(gold, pred, set(scored))
+        scores.nonprojective += nonprojective
+        counts.update((f"nonprojective_{name}", count) for name, count in vars(nonprojective).items())
+    for name, count in counts.items():
+        scores.by_sentence.setdefault(name, []).append(count)
+
+
+def _score_word(scores: Scores, gold: Sentence, pred: Sentence, d: int, gold_has_feats: bool) -> tuple[bool, bool]:
     """Add word ``d`` to the counts; whether its head and its label are right."""
     gold_head, pred_head = gold.heads[d], pred.heads[d]
     gold_label, pred_label = gold.deprels[d], pred.deprels[d]
@@ -320,34 +360,33 @@ def _score_word(scores: Scores, per_label: dict[str, PRF], per_distance: dict[st
     scores.correct_labeled += head_ok and label_ok
     scores.correct_labeled_universal += head_ok and universal_ok
     _count_tags(scores, gold, pred, d - 1, gold_has_feats)
-    per_label.setdefault(gold_label, PRF()).gold += 1
-    if pred_label is not None:
-        per_label.setdefault(pred_label, PRF()).predicted += 1
-    if head_ok and label_ok:
-        per_label[gold_label].correct += 1
-    gold_bucket = distance_bucket(gold_head, d)
-    per_distance.setdefault(gold_bucket, PRF()).gold += 1
-    pred_bucket = distance_bucket(pred_head, d)
-    if pred_bucket is not None:
-        per_distance.setdefault(pred_bucket, PRF()).predicted += 1
-    if head_ok:
-        per_distance[gold_bucket].correct += 1
+    _count_breakdown(scores.per_label, gold_label, pred_label, head_ok and label_ok)
+    _count_breakdown(scores.per_distance, distance_bucket(gold_head, d), distance_bucket(pred_head, d), head_ok)
     return head_ok, label_ok
+
+
+def _count_breakdown(rows: dict[str, PRF], gold_key: str, pred_key: str | None, correct: bool) -> None:
+    """Add a word to its gold row and its predicted row (none where the prediction has none)."""
+    rows.setdefault(gold_key, PRF()).gold += 1
+    if pred_key is not None:
+        rows.setdefault(pred_key, PRF()).predicted += 1
+    if correct:
+        rows[gold_key].correct += 1
 
 
 def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has_feats: bool) -> None:
     """Add word ``i`` (0-based) to the tag scores its gold values allow."""
     pairs = [("upos", gold.upos[i], pred.upos[i]), ("xpos", gold.xpos[i], pred.xpos[i])]
     if gold_has_feats:
-        pairs += [("ufeats", _features(gold.feats[i], True), _features(pred.feats[i], True)),
-                  ("feats", _features(gold.feats[i], False), _features(pred.feats[i], False))]
+        pairs += [("ufeats", features(gold.feats[i], True), features(pred.feats[i], True)),
+                  ("feats", features(gold.feats[i], False), features(pred.feats[i], False))]
     for score, gold_value, pred_value in pairs:
         if gold_value is not None:
             scores.tagged[score] = scores.tagged.get(score, 0) + 1
             scores.correct_tags[score] = scores.correct_tags.get(score, 0) + (gold_value == pred_value)
 
 
-def _features(feats: str | None, universal: bool) -> frozenset:
+def features(feats: str | None, universal: bool) -> frozenset:
     """The features of a FEATS value as a set (only the universal ones with ``universal``)."""
     features = frozenset(feats.split("|")) if feats else frozenset()
     return frozenset(f for f in features if f.split("=", 1)[0] in UNIVERSAL_FEATURES) if universal else features

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .conllu_io import Sentence
-from .evaluation import EvaluationError, UNIVERSAL_FEATURES, universal_label
+from .evaluation import PRF, EvaluationError, features, universal_label
 
 #: the head of a root word, and of a word without a HEAD (``_``: never right)
 ROOT, NO_HEAD = -1, -2
@@ -95,45 +95,27 @@ def _without_spaces(form: str) -> str:
 
 def _word(sentence: Sentence, d: int, span: tuple[int, int], multiword: bool, offset: int) -> Word:
     head = sentence.heads[d]
-    feats = sentence.feats[d - 1]
     form = sentence.forms[d - 1] if multiword else _without_spaces(sentence.forms[d - 1])
     columns = {"upos": sentence.upos[d - 1], "xpos": sentence.xpos[d - 1],
-               "ufeats": frozenset(f for f in (feats or "").split("|") if f.split("=", 1)[0] in UNIVERSAL_FEATURES),
+               "ufeats": features(sentence.feats[d - 1], universal=True),
                "deprel": sentence.deprels[d], "universal": universal_label(sentence.deprels[d])}
     return Word(span[0], span[1], multiword, form.lower(),
                 ROOT if head == 0 else NO_HEAD if head < 0 else offset + head - 1, columns)
 
 
 @dataclass
-class Score:
-    """One row of the report: gold, predicted, right and aligned counts."""
+class Score(PRF):
+    """One row of the report: gold, predicted and right counts, and for a word
+    score the aligned words."""
 
-    gold: int
-    predicted: int
-    correct: int
     aligned: int | None = None
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.predicted if self.predicted else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.gold if self.gold else 0.0
-
-    @property
-    def f1(self) -> float:
-        total = self.gold + self.predicted
-        return 2 * self.correct / total if total else 0.0
 
     @property
     def aligned_accuracy(self) -> float | None:
         return None if self.aligned is None else self.correct / self.aligned if self.aligned else 0.0
 
     def to_dict(self) -> dict:
-        return {"precision": self.precision, "recall": self.recall, "f1": self.f1,
-                "aligned_accuracy": self.aligned_accuracy, "gold": self.gold, "predicted": self.predicted,
-                "correct": self.correct}
+        return {**super().to_dict(), "aligned_accuracy": self.aligned_accuracy}
 
 
 @dataclass

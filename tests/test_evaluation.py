@@ -21,6 +21,7 @@ import pytest
 from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
 from kgparser.evaluation import (
     EvaluationError,
+    NonProjective,
     distance_bucket,
     evaluate,
     evaluate_files,
@@ -111,6 +112,19 @@ def test_misaligned_inputs_name_files_and_sentences(tmp_path):
         evaluate(gold, shorter)
 
 
+def test_counts_by_sentence():
+    """The terms of paired tests over sentences: in e1 the head of "." is wrong
+    (cat -> ., non-projective over the root "sat") and "cat" has the wrong
+    label, in e2 the head of "was" and the label of "It"; without punctuation
+    "." is not scored (its head right in e2)."""
+    scores = evaluate_files(GOLD, PRED)
+    assert scores.by_sentence == {"words": [4, 4], "correct_heads": [3, 3], "correct_labeled": [2, 2],
+                                  "nonprojective_gold": [0, 0], "nonprojective_found": [0, 0],
+                                  "nonprojective_predicted": [1, 0], "nonprojective_right": [0, 0]}
+    no_punct = evaluate(read_conllu(GOLD), read_conllu(PRED, require_tree=False), punct=False, nonprojective=False)
+    assert no_punct.by_sentence == {"words": [3, 3], "correct_heads": [3, 2], "correct_labeled": [2, 1]}
+
+
 def test_report_formats():
     scores = evaluate_files(GOLD, PRED, punct=False)
     data = scores.to_dict()
@@ -142,15 +156,16 @@ def test_nonprojective_arcs_recall_over_gold_precision_over_predicted():
     gold = parse_conllu(_tree([0, 1, 1, 1, 2], upos), require_tree=True)
     pred = parse_conllu(_tree([2, 0, 1, 1, 2], upos), require_tree=False)
     scores = evaluate(gold, pred)
-    assert scores.nonprojective == {"gold": 1, "found": 1, "predicted": 2, "right": 2}
+    assert scores.nonprojective == NonProjective(gold=1, found=1, predicted=2, right=2)
+    assert (scores.by_sentence["nonprojective_predicted"], scores.by_sentence["nonprojective_right"]) == ([2], [2])
     assert scores.to_dict()["nonprojective"] == {"gold": 1, "found": 1, "predicted": 2, "right": 2,
                                                  "precision": 1.0, "recall": 1.0}
     assert ("Non-projective arcs: gold 1, 1 with the gold head (recall 100.00); predicted 2, 2 with the gold "
             "head (precision 100.00)") in scores.format(breakdown=True)
-    assert evaluate(gold, pred, punct=False).nonprojective == {"gold": 1, "found": 1, "predicted": 1, "right": 1}
+    assert evaluate(gold, pred, punct=False).nonprojective == NonProjective(1, 1, 1, 1)
     # word 3 without a head: no arc of its own, but it hangs from the root, under 2 -> 5
     unparsed = parse_conllu(_tree([2, 0, -1, 1, 2], upos).replace("\t-1\t", "\t_\t"), require_tree=False)
-    assert evaluate(gold, unparsed).nonprojective == {"gold": 1, "found": 1, "predicted": 2, "right": 2}
+    assert evaluate(gold, unparsed).nonprojective == NonProjective(1, 1, 2, 2)
 
 
 def test_nonprojective_arcs_left_uncounted_on_request():

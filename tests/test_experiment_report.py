@@ -15,11 +15,11 @@ import yaml
 from fake_grid_runs import GRID, write_base, write_gold, write_grid
 from kgparser.cli import main
 from kgparser.conllu_io import read_conllu, write_conllu
-from kgparser.evaluation import evaluate_files
+from kgparser.evaluation import PRF, NonProjective, evaluate, evaluate_files
 from kgparser.experiments import collect, load_grid, run_grid, write_report
 from kgparser.experiments import runners
+from kgparser.experiments.collect import compare_predictions
 from kgparser.experiments.grid import GridError, validate_runs
-from kgparser.experiments.collect import score_sentences
 from kgparser.transitions.trees import nonprojective_arcs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,26 +27,6 @@ SAMPLE = ROOT / "kgparser" / "resources" / "en_ewt_sample"
 
 
 # --- report -------------------------------------------------------------------
-
-def _sentence_file(path: Path, heads: list[int]) -> list:
-    path.write_text("".join(f"{d}\tw{d}\t_\tX\t_\t_\t{h}\t{'root' if h == 0 else 'dep'}\t_\t_\n"
-                            for d, h in enumerate(heads[1:], start=1)) + "\n")
-    return read_conllu(path, require_tree=False)
-
-
-def test_nonprojective_precision_counts_the_predicted_arcs_with_the_gold_head(tmp_path):
-    """Gold: 1 is the root, 1 -> 2, 3, 4 and 2 -> 5 (non-projective over 3, 4).
-    Predicted: 2 is the root, 2 -> 1, 5 and 1 -> 3, 4.  Both arcs 1 -> 3 and
-    1 -> 4 are gold arcs and non-projective in the prediction only (over 2),
-    and the gold non-projective arc 2 -> 5 is found but projective there:
-    recall 1/1, precision 2/2 (not 1/2)."""
-    gold = _sentence_file(tmp_path / "gold.conllu", [-1, 0, 1, 1, 1, 2])
-    predicted = _sentence_file(tmp_path / "pred.conllu", [-1, 2, 0, 1, 1, 2])
-    scores = score_sentences(gold, predicted)
-    counts = scores["nonprojective"]
-    assert (counts.gold, counts.correct, counts.predicted, counts.predicted_correct) == (1, 1, 2, 2)
-    assert (counts.precision, counts.recall) == (1.0, 1.0)
-    assert list(scores["nonprojective_predicted"]) == [2] and list(scores["nonprojective_right"]) == [2]
 
 def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
     grid = load_grid(tiny_grid)
@@ -86,14 +66,12 @@ def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
             for g, p in zip(read_conllu(gold), read_conllu(tmp_path / "runs" / name / runners.PREDICTIONS)):
                 arcs = nonprojective_arcs(p.heads)
                 predicted, right = predicted + len(arcs), right + sum(g.heads[d] == h for h, d in arcs)
-        assert (config["nonprojective"]["predicted"], config["nonprojective"]["predicted_correct"]) == (predicted,
-                                                                                                        right)
+        assert (config["nonprojective"]["predicted"], config["nonprojective"]["right"]) == (predicted, right)
     row = oracle["rows"][0]
     static, dynamic = (next(c["nonprojective"] for c in data["configurations"] if c["labels"] == row[side])
                        for side in ("a", "b"))
     assert [(t["a"], t["b"]) for t in row["nonprojective_precision"]] == [
-        (pytest.approx(static["predicted_correct"] / static["predicted"]),
-         pytest.approx(dynamic["predicted_correct"] / dynamic["predicted"]))]
+        (pytest.approx(static["right"] / static["predicted"]), pytest.approx(dynamic["right"] / dynamic["predicted"]))]
     assert "| A non-proj. precision | B non-proj. precision | Δ | p |" in text
     assert all(sum(b["gold"] for b in c["by_length"].values()) == 2 * 320 for c in data["configurations"])
     plots = sorted(p.name for p in (path.parent / "plots").iterdir())
@@ -107,6 +85,44 @@ def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
     assert "| 2/2 | " in text and " | 1.0 |" in text  # every fake run trains 10 + 20 + 30 seconds
     assert "8 finished runs, 0.1 hours of training in all" in text
     assert f"| {environment['machine']} | {environment['python']} |" in text and text.rstrip().endswith("| 8 |")
+
+
+def test_study_scores_are_kgparser_evaluate_scores(tmp_path, fake_runs):
+    """One scorer: with the shipped sample treebank as gold and the fake
+    parser's perturbed copies of it as predictions, a study's numbers are
+    those of kgparser.evaluation.evaluate: each run's UAS and LAS, the
+    arc-length and non-projective counts summed over seeds, the scores its
+    comparisons test, and those of ``kgparser evaluate --against``."""
+    gold = SAMPLE / "test.conllu"
+    write_base(tmp_path, gold)
+    grid = load_grid(write_grid(tmp_path, GRID))
+    run_grid(grid, log=lambda line: None)
+    path = write_report(grid, collect(grid, log=lambda line: None))
+    data = json.loads((path.parent / "results.json").read_text())
+    evaluated = {}
+    for config in data["configurations"]:
+        runs = {name: evaluate_files(gold, tmp_path / "runs" / name / runners.PREDICTIONS) for name in config["runs"]}
+        evaluated[tuple(config["labels"].values())] = runs.values()
+        assert {name: (r["uas"], r["las"]) for name, r in config["runs"].items()} == {
+            name: (scores.uas, scores.las) for name, scores in runs.items()}
+        assert config["nonprojective"] == sum((s.nonprojective for s in runs.values()), NonProjective()).to_dict()
+        assert config["by_length"] == {bucket: sum((s.per_distance.get(bucket, PRF()) for s in runs.values()),
+                                                   PRF()).to_dict() for bucket in config["by_length"]}
+        assert config["nonprojective"]["predicted"] > 0 and config["nonprojective"]["gold"] > 0
+    row = data["comparisons"][0]["rows"][0]  # arc-hybrid, static against dynamic, seeds pooled
+    for side in ("a", "b"):
+        scores = evaluated[tuple(row[side].values())]
+        assert row["las"][0][side] == pytest.approx(np.mean([s.las for s in scores]))
+        assert row["uas"][0][side] == pytest.approx(np.mean([s.uas for s in scores]))
+    runs = tmp_path / "runs" / "system=arc-hybrid"
+    static, dynamic = (read_conllu(runs / f"oracle={oracle}" / "seed=1" / runners.PREDICTIONS, require_tree=False)
+                       for oracle in ("static", "dynamic"))
+    sentences = read_conllu(gold)
+    comparison = compare_predictions(sentences, static, dynamic, samples=100)
+    for prediction, side in ((static, "score_a"), (dynamic, "score_b")):
+        scores = evaluate(sentences, prediction)
+        assert (getattr(comparison["uas"], side), getattr(comparison["las"], side)) == pytest.approx(
+            (scores.uas, scores.las))
 
 
 def test_report_training_times_and_environments(tiny_grid, fake_runs, tmp_path):

@@ -1,6 +1,8 @@
-"""Collecting what the runs of a grid wrote: test scores sentence by sentence
-(from the predictions of the best checkpoint against the gold test file),
-breakdowns by arc length and for non-projective arcs, and learning curves.
+"""Collecting what the runs of a grid wrote: test scores (those of
+``kgparser evaluate``, :func:`kgparser.evaluation.evaluate`, of the best
+checkpoint's predictions against the gold test file, with their breakdowns
+and their counts sentence by sentence for the significance tests) and
+learning curves.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..conllu_io import read_conllu
-from ..evaluation import DISTANCE_BUCKETS, distance_bucket, nonprojective_counts
+from ..evaluation import Scores, evaluate
 from .grid import Grid, Run, run_config
 from .runners import MARKER, run_status
 from .significance import PairedResult, paired_test
@@ -22,48 +24,11 @@ CURVES = {"dev/las": "dev_las", "dev/uas": "dev_uas", "train/loss": "loss"}
 
 
 @dataclass
-class Counts:
-    """Arcs of one category: ``gold`` arcs in it and ``correct`` ones among them
-    (the predicted head is the gold head: recall), ``predicted`` arcs in it and
-    ``predicted_correct`` ones among them (precision).  The two numerators
-    differ where the category depends on the rest of the tree: an arc is
-    non-projective in the prediction and not in the gold tree, or the other
-    way round."""
-
-    gold: int = 0
-    predicted: int = 0
-    correct: int = 0
-    predicted_correct: int = 0
-
-    def add(self, other: "Counts") -> None:
-        self.gold += other.gold
-        self.predicted += other.predicted
-        self.correct += other.correct
-        self.predicted_correct += other.predicted_correct
-
-    @property
-    def precision(self) -> float | None:
-        return self.predicted_correct / self.predicted if self.predicted else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.correct / self.gold if self.gold else None
-
-
-@dataclass
 class RunResult:
     run: Run
     status: str
-    #: per test sentence: scored words, words with the right head, right head and label
-    words: np.ndarray | None = None
-    heads: np.ndarray | None = None
-    labeled: np.ndarray | None = None
-    #: arc-length bucket -> counts (unlabeled; precision by predicted length, recall by gold length)
-    by_length: dict[str, Counts] = field(default_factory=dict)
-    nonprojective: Counts = field(default_factory=Counts)
-    #: per test sentence: non-projective arcs predicted, and those with the gold head (precision's terms)
-    nonprojective_predicted: np.ndarray | None = None
-    nonprojective_right: np.ndarray | None = None
+    #: the test scores (:func:`kgparser.evaluation.evaluate`, non-projective arcs counted); None where not scored
+    scores: Scores | None = None
     #: series name (see CURVES) -> [(epoch, value), ...]
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     test_file: str | None = None
@@ -76,62 +41,29 @@ class RunResult:
 
     @property
     def scored(self) -> bool:
-        return self.words is not None
+        return self.scores is not None
 
     @property
     def uas(self) -> float:
-        return float(self.heads.sum() / self.words.sum())
+        return self.scores.uas
 
     @property
     def las(self) -> float:
-        return float(self.labeled.sum() / self.words.sum())
+        return self.scores.las
 
-
-def score_sentences(gold_sentences, pred_sentences, punct: bool = True) -> dict:
-    """Per-sentence arrays and breakdown counts of predicted against gold trees
-    (same words; with ``punct=False`` words whose gold UPOS is PUNCT are not scored).
-    Non-projective arcs: :func:`kgparser.evaluation.nonprojective_counts`."""
-    from ..evaluation import EvaluationError, check_sentence_counts
-
-    check_sentence_counts(gold_sentences, pred_sentences)
-    words, heads, labeled = [], [], []
-    by_length = {bucket: Counts() for bucket in DISTANCE_BUCKETS}
-    nonprojective = Counts()
-    nonprojective_predicted, nonprojective_right = [], []
-    for index, (gold, pred) in enumerate(zip(gold_sentences, pred_sentences), start=1):
-        if gold.forms != pred.forms:
-            raise EvaluationError(f"sentence {index} (gold {gold.source}:{gold.line}): the prediction has "
-                                  "other words")
-        scored = [d for d in range(1, gold.n + 1) if punct or gold.upos[d - 1] != "PUNCT"]
-        right = [d for d in scored if pred.heads[d] == gold.heads[d]]
-        words.append(len(scored))
-        heads.append(len(right))
-        labeled.append(sum(pred.deprels[d] == gold.deprels[d] for d in right))
-        for d in scored:
-            by_length[distance_bucket(gold.heads[d], d)].gold += 1
-            if pred.heads[d] >= 0:
-                by_length[distance_bucket(pred.heads[d], d)].predicted += 1
-        for d in right:
-            by_length[distance_bucket(gold.heads[d], d)].correct += 1
-            by_length[distance_bucket(gold.heads[d], d)].predicted_correct += 1
-        gold_np, found, predicted_np, predicted_right = nonprojective_counts(gold, pred, set(scored))
-        nonprojective.add(Counts(gold_np, predicted_np, found, predicted_right))
-        nonprojective_predicted.append(predicted_np)
-        nonprojective_right.append(predicted_right)
-    return {"words": np.array(words), "heads": np.array(heads), "labeled": np.array(labeled),
-            "by_length": by_length, "nonprojective": nonprojective,
-            "nonprojective_predicted": np.array(nonprojective_predicted),
-            "nonprojective_right": np.array(nonprojective_right)}
+    def by_sentence(self, count: str) -> np.ndarray:
+        """One of :attr:`Scores.by_sentence`'s counts, test sentence by test sentence."""
+        return np.array(self.scores.by_sentence[count])
 
 
 def compare_predictions(gold_sentences, pred_a, pred_b, *, punct: bool = True, test: str = "bootstrap",
                         samples: int = 10_000) -> dict[str, PairedResult]:
     """UAS and LAS (full labels) of two predictions of the same gold sentences, each
     difference (``b - a``) with a paired significance test over the sentences."""
-    a = score_sentences(gold_sentences, pred_a, punct)
-    b = score_sentences(gold_sentences, pred_b, punct)
-    return {metric: paired_test(test, a[key], b[key], a["words"], samples=samples)
-            for metric, key in (("uas", "heads"), ("las", "labeled"))}
+    a = evaluate(gold_sentences, pred_a, punct=punct, nonprojective=False).by_sentence
+    b = evaluate(gold_sentences, pred_b, punct=punct, nonprojective=False).by_sentence
+    return {metric: paired_test(test, a[count], b[count], a["words"], samples=samples)
+            for metric, count in (("uas", "correct_heads"), ("las", "correct_labeled"))}
 
 
 def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
@@ -198,11 +130,7 @@ def collect(grid: Grid, log=print) -> list[RunResult]:
                 if result.test_file not in gold_cache:
                     gold_cache[result.test_file] = read_conllu(result.test_file)
                 predicted = read_conllu(run.output_dir / marker["predictions"], require_tree=False)
-                scores = score_sentences(gold_cache[result.test_file], predicted, grid.report.punct)
-                result.words, result.heads, result.labeled = scores["words"], scores["heads"], scores["labeled"]
-                result.by_length, result.nonprojective = scores["by_length"], scores["nonprojective"]
-                result.nonprojective_predicted = scores["nonprojective_predicted"]
-                result.nonprojective_right = scores["nonprojective_right"]
+                result.scores = evaluate(gold_cache[result.test_file], predicted, punct=grid.report.punct)
             else:
                 log(f"{run.name}: no test predictions (no data.test); left out of the tables")
             result.curves = read_curves(run.output_dir)

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_text
-from ..evaluation import DISTANCE_BUCKETS
-from .collect import Counts, RunResult
+from ..evaluation import DISTANCE_BUCKETS, PRF, NonProjective
+from .collect import RunResult
 from .grid import SEED_AXIS, Comparison, Grid, GridError
 from .significance import paired_test
 from .svg import line_chart
@@ -61,18 +61,12 @@ class Configuration:
             return None, None
         return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else None)
 
-    def pooled_counts(self, attribute: str) -> Counts:
-        total = Counts()
-        for result in self.scored:
-            total.add(getattr(result, attribute))
-        return total
+    def pooled_nonprojective(self) -> NonProjective:
+        return sum((r.scores.nonprojective for r in self.scored), NonProjective())
 
-    def pooled_by_length(self) -> dict[str, Counts]:
-        buckets = {bucket: Counts() for bucket in DISTANCE_BUCKETS}
-        for result in self.scored:
-            for bucket, counts in result.by_length.items():
-                buckets[bucket].add(counts)
-        return buckets
+    def pooled_by_length(self) -> dict[str, PRF]:
+        return {bucket: sum((r.scores.per_distance.get(bucket, PRF()) for r in self.scored), PRF())
+                for bucket in DISTANCE_BUCKETS}
 
 
 def configurations(results: list[RunResult]) -> list[Configuration]:
@@ -147,8 +141,8 @@ def compare(comparison: Comparison, configs: list[Configuration], grid: Grid) ->
     return rows
 
 
-#: metric -> (numerator, denominator) per test sentence, as RunResult attributes (None: the words)
-TESTED = {"uas": ("heads", None), "las": ("labeled", None),
+#: metric -> (numerator, denominator) per test sentence, as counts of :attr:`Scores.by_sentence`
+TESTED = {"uas": ("correct_heads", "words"), "las": ("correct_labeled", "words"),
           NONPROJECTIVE_PRECISION: ("nonprojective_right", "nonprojective_predicted")}
 
 
@@ -159,7 +153,7 @@ def _tests(settings, pairs: list[tuple[RunResult, RunResult]], metric: str) -> l
     numerator, denominator = TESTED[metric]
 
     def terms(result: RunResult) -> tuple[np.ndarray, np.ndarray]:
-        return getattr(result, numerator), getattr(result, denominator or "words")
+        return result.by_sentence(numerator), result.by_sentence(denominator)
 
     if settings.seeds == "pooled":
         sides = [[terms(pair[side]) for pair in pairs] for side in (0, 1)]
@@ -172,13 +166,24 @@ def _tests(settings, pairs: list[tuple[RunResult, RunResult]], metric: str) -> l
         if total_a.sum() == 0 or total_b.sum() == 0:
             return []
         result = paired_test(settings.test, right_a, right_b, total_a, settings.samples, settings.random_seed,
-                             words_b=None if denominator is None else total_b)
+                             words_b=None if denominator == "words" else total_b)
         entries.append((result.p_value, result.score_a, result.score_b))
     return entries
 
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.2f}"
+
+
+def _precision(row: PRF | NonProjective) -> float | None:
+    """A row's precision; None (a dash, no point) where it has nothing predicted,
+    as a report tells "none predicted" from "none right"."""
+    return row.precision if row.predicted else None
+
+
+def _recall(row: PRF | NonProjective) -> float | None:
+    """A row's recall; None where it has no gold arcs."""
+    return row.recall if row.gold else None
 
 
 def _mean_sd(config: Configuration, metric: str) -> str:
@@ -319,7 +324,7 @@ def _length_section(grid: Grid, configs: list[Configuration]) -> list[str]:
     for c in scored:
         by_length = c.pooled_by_length()
         rows.append([label for _, label in c.labels] +
-                    [f"{_pct(by_length[b].recall)} / {_pct(by_length[b].precision)}" for b in buckets])
+                    [f"{_pct(_recall(by_length[b]))} / {_pct(_precision(by_length[b]))}" for b in buckets])
     return lines + _table(header, rows) + [""]
 
 
@@ -329,10 +334,10 @@ def _nonprojective_section(grid: Grid, configs: list[Configuration]) -> list[str
         return []
     rows = []
     for c in scored:
-        counts = c.pooled_counts("nonprojective")
-        rows.append([label for _, label in c.labels] + [str(counts.gold), str(counts.correct),
-                                                        str(counts.predicted), str(counts.predicted_correct),
-                                                        _pct(counts.precision), _pct(counts.recall)])
+        counts = c.pooled_nonprojective()
+        rows.append([label for _, label in c.labels] + [str(counts.gold), str(counts.found),
+                                                        str(counts.predicted), str(counts.right),
+                                                        _pct(_precision(counts)), _pct(_recall(counts))])
     header = _axis_columns(grid) + ["gold", "gold found", "predicted", "predicted right", "precision", "recall"]
     return ["## Non-projective arcs", "",
             "Recall: of the arcs non-projective in the gold tree (gold), those whose word got the gold head "
@@ -379,7 +384,7 @@ def _plots(grid: Grid, configs: list[Configuration], directory: Path) -> list[st
             if c.scored:
                 by_length = c.pooled_by_length()
                 lengths[_rest_name(c)] = [(i, 100 * by_length[b].recall) for i, b in enumerate(DISTANCE_BUCKETS)
-                                          if by_length[b].recall is not None]
+                                          if by_length[b].gold]
         if any(lengths.values()):
             path = line_chart({k: v for k, v in lengths.items() if v}, directory / f"length-recall-{group}.svg",
                               title=f"{group}: attachment recall by gold arc length", x_label="arc length",
@@ -387,8 +392,8 @@ def _plots(grid: Grid, configs: list[Configuration], directory: Path) -> list[st
             lines.append(f"![accuracy by length {group}]({path.parent.name}/{path.name})")
         nonprojective = {}
         for c in members:
-            counts = c.pooled_counts("nonprojective")
-            if c.scored and counts.precision is not None and counts.recall is not None:
+            counts = c.pooled_nonprojective()
+            if c.scored and counts.predicted and counts.gold:
                 nonprojective[_rest_name(c)] = [(100 * counts.recall, 100 * counts.precision)]
         if nonprojective:
             path = line_chart(nonprojective, directory / f"nonprojective-{group}.svg",
@@ -405,8 +410,8 @@ def _json(grid: Grid, configs: list[Configuration], comparisons) -> dict:
                 "runs": {r.run.name: {"uas": r.uas, "las": r.las, "training_seconds": r.training_seconds,
                                       "seconds": r.seconds, "finished_at": r.finished_at,
                                       "environment": r.environment} for r in c.scored},
-                "nonprojective": vars(c.pooled_counts("nonprojective")),
-                "by_length": {b: vars(v) for b, v in c.pooled_by_length().items()}}
+                "nonprojective": c.pooled_nonprojective().to_dict(),
+                "by_length": {b: v.to_dict() for b, v in c.pooled_by_length().items()}}
 
     return {"grid": grid.path.name, "name": grid.name, "test": grid.report.test, "samples": grid.report.samples,
             "seeds": grid.report.seeds, "alpha": grid.report.alpha,
