@@ -1,4 +1,4 @@
-"""Re-parse trained models with each ``model.root_choice`` and score them:
+"""Re-parse trained models with each ``decoding.root_choice`` and score them:
 LAS/UAS, and the non-projective arcs of the output with their precision.
 
 The root choice only repairs what a final state leaves loose (README, "The

@@ -3,7 +3,7 @@ non-projective arcs that are non-projective only because of them.
 
 Non-projective systems such as Covington and 2-Planar may end a sentence with
 several words unattached (or, with an explicit root node, attached to the
-root); the single-root repair (``model.root_choice``, README "The root of a
+root); the single-root repair (``decoding.root_choice``, README "The root of a
 UD tree") then attaches them.  For each model this script parses a gold
 CoNLL-U file with ``root_choice="multi"``, which keeps what the final states
 hold (loose words on the root, no repair beyond cycles), and reports:

@@ -6,10 +6,9 @@ naming the file and the dotted key path.  Command-line overrides use the same
 paths: ``--set training.epochs=5 --set model.char_dim=0``; their values are
 parsed as YAML scalars (``5``, ``true``, ``null``, ``[a, b]``).
 
-Every kgparser YAML file and ``--set`` value is read with :class:`YamlLoader`:
-PyYAML's safe loader with YAML 1.2 floats, so ``1e-4``, ``1E4``, ``.5`` and
-``-1.5e+3`` are numbers (YAML 1.1 wants a dot and a signed exponent), and with
-malformed scalars (``2001-02-30``, ``!!int x``) reported as YAML errors.
+The file and every ``--set`` value are read by :mod:`kgparser.yaml_text`
+(YAML 1.2 floats, such as ``1e-4``).  A key that has moved (:data:`MOVED_KEYS`)
+is still read, its value moved to the new key with a :class:`FutureWarning`.
 
 Relative data paths are resolved against the directory of the YAML file, so a
 config keeps working from any current directory; ``output_dir`` is relative
@@ -17,10 +16,13 @@ to the current directory (where the user runs ``kgparser train``).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import difflib
 import math
 import re
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -29,6 +31,7 @@ import yaml
 
 from .errors import KgparserError
 from .tree_repair import ROOT_CHOICES
+from .yaml_text import parse_yaml, read_text_file
 
 ORACLES = ("static", "dynamic", "static-dynamic")
 UNBUILDABLE_POLICIES = ("skip", "dynamic")
@@ -42,82 +45,6 @@ POOLINGS = ("mean", "first")
 
 class ConfigError(KgparserError):
     """A config file or override is invalid (the message names file and key)."""
-
-
-class YamlLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` with YAML 1.2 floats and malformed scalars reported as
-    :class:`yaml.YAMLError` (PyYAML raises ValueError, KeyError... for them)."""
-
-
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-#: YAML 1.2 core-schema floats (a dot or an exponent; ``_`` between digits, as YAML 1.1 allows)
-_YAML12_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                                    |\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
-                                    |[0-9][0-9_]*[eE][-+]?[0-9]+
-                                    |\.(?:inf|Inf|INF))
-                               |\.(?:nan|NaN|NAN))$""", re.X)
-YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _FLOAT_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-YamlLoader.add_implicit_resolver(_FLOAT_TAG, _YAML12_FLOAT, list("-+0123456789."))
-
-
-def _reported(construct):
-    """``construct`` (a scalar constructor) raising a YAML error that points at the scalar."""
-    def checked(loader, node):
-        try:
-            return construct(loader, node)
-        except (ValueError, KeyError, AttributeError) as exc:
-            kind = node.tag.rpartition(":")[2]
-            raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read {node.value[:40]!r} as {kind} ({exc})", node.start_mark) from None
-    return checked
-
-
-for _kind in ("bool", "int", "float", "timestamp"):
-    _tag = f"tag:yaml.org,2002:{_kind}"
-    YamlLoader.add_constructor(_tag, _reported(yaml.SafeLoader.yaml_constructors[_tag]))
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """The YAML document ``text`` read with :class:`YamlLoader`; a
-    :class:`ConfigError` naming ``source`` and the line if it is not valid."""
-    try:
-        return yaml.load(text, Loader=YamlLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {_yaml_problem(exc)}") from None
-    except RecursionError:
-        raise ConfigError(f"{source}: invalid YAML: nested too deeply") from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """A PyYAML error in one line, located by line and column."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        context = f" ({exc.context})" if exc.context else ""
-        text = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}"
-    elif isinstance(exc, yaml.reader.ReaderError):
-        text = f"character #x{exc.character:04x} at position {exc.position}: {exc.reason}"
-    else:
-        text = str(exc)
-    return " ".join(text.split())
-
-
-def read_text_file(path: str | Path, error: type[KgparserError], what: str) -> str:
-    """The UTF-8 text of ``path`` (without a leading byte-order mark); ``error``
-    naming the file (and the line and column of a byte that is not UTF-8) when
-    it cannot be read: missing, a folder, not permitted, not UTF-8."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - data.rfind(b"\n", 0, exc.start)
-        raise error(f"{path}, line {line}, column {column}: {what} is not valid UTF-8 "
-                    f"(byte 0x{data[exc.start]:02x})") from None
 
 
 @dataclass
@@ -212,9 +139,6 @@ class ModelConfig:
     tag_input: str = "gold"
     #: the joint tagger (off by default)
     tagger: TaggerConfig = field(default_factory=TaggerConfig)
-    #: which loose word of a final state becomes the root and where the others go:
-    #: ``scored`` (by the network), ``first``, ``last`` or ``multi`` (kgparser/tree_repair.py)
-    root_choice: str = "scored"
     #: character BiLSTM embedding size; 0 disables the character model
     char_dim: int = 0
     #: character BiLSTM units per direction
@@ -237,6 +161,16 @@ class ModelConfig:
     word_dropout: float = 0.25
     pretrained: PretrainedConfig = field(default_factory=PretrainedConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
+
+
+@dataclass
+class DecodingConfig:
+    """How the trained network's transitions become trees (read when parsing and
+    when scoring the dev set in training)."""
+
+    #: which loose word of a final state becomes the root and where the others go:
+    #: ``scored`` (by the network), ``first``, ``last`` or ``multi`` (kgparser/tree_repair.py)
+    root_choice: str = "scored"
 
 
 @dataclass
@@ -279,6 +213,7 @@ class Config:
     system: SystemConfig = field(default_factory=SystemConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
 
     def to_dict(self) -> dict:
         """Plain nested dict (YAML/JSON/checkpoint-friendly)."""
@@ -295,7 +230,7 @@ _CHOICES = {
     "training.unbuildable": UNBUILDABLE_POLICIES,
     "model.pos": POS_COLUMNS,
     "model.tag_input": TAG_INPUTS,
-    "model.root_choice": ROOT_CHOICES,
+    "decoding.root_choice": ROOT_CHOICES,
     "model.encoder.pooling": POOLINGS,
     "device": DEVICES,
 }
@@ -372,8 +307,6 @@ def _build(cls: type, raw: Any, prefix: str, source: str):
     names = [f.name for f in dataclasses.fields(cls)]
     for key in raw:
         if key not in names:
-            import difflib
-
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             path = f"{prefix}.{key}" if prefix else str(key)
@@ -471,6 +404,85 @@ def _get(config: Any, path: str) -> Any:
     return config
 
 
+#: keys that have moved, old -> new: a config file, an override or a grid file that
+#: sets the old key has its value moved to the new one with a warning; a checkpoint
+#: silently, so an old model keeps its choices
+MOVED_KEYS = {"model.root_choice": "decoding.root_choice"}
+
+
+def config_keys(cls: type = Config, prefix: str = "") -> dict[str, Any]:
+    """Every dotted key of the schema below ``cls``, sections included, with its
+    type (``model``, ``model.encoder``, ``model.encoder.path``...)."""
+    hints = typing.get_type_hints(cls)
+    keys = {}
+    for name in (f.name for f in dataclasses.fields(cls)):
+        keys[prefix + name] = hints[name]
+        if dataclasses.is_dataclass(hints[name]):
+            keys.update(config_keys(hints[name], f"{prefix}{name}."))
+    return keys
+
+
+def key_problem(key: str) -> str | None:
+    """What is wrong with dotted ``key`` as a config key, with the nearest keys; None
+    for a key of the schema, an entry of a mapping (``system.options.NAME``) or a moved key."""
+    keys = config_keys()
+    parts = key.split(".")
+    if key in keys or key in MOVED_KEYS or any(keys.get(".".join(parts[:i])) is dict for i in range(1, len(parts))):
+        return None
+    close = difflib.get_close_matches(key, keys, n=3)
+    return f"unknown config key {key!r}" + (f" (nearest: {', '.join(close)})" if close else "")
+
+
+def moved_key(key: str, source: str) -> str:
+    """Dotted ``key`` as it is named now: where it has moved, the new key, with a
+    warning naming ``source``."""
+    new = MOVED_KEYS.get(key)
+    if new is None:
+        return key
+    warnings.warn(f"{source}: {key} is read as {new}; write {new}", FutureWarning, stacklevel=3)
+    return new
+
+
+def _move_keys(raw: Any, source: str, warn: bool) -> Any:
+    """``raw`` (a config mapping, left unchanged) with the values of moved keys
+    under their new keys; the two keys set to different values are an error."""
+    for old, new in MOVED_KEYS.items():
+        owner, name = _owner(raw, old)
+        if owner is None or name not in owner:
+            continue
+        target, new_name = _owner(raw, new)
+        if target is not None and target.get(new_name, owner[name]) != owner[name]:
+            raise ConfigError(f"{source}: {old} is {owner[name]!r} but {new} is {target[new_name]!r}; "
+                              f"write only {new} ({old} is its old name)")
+        if warn:
+            moved_key(old, source)
+        raw = copy.deepcopy(raw)
+        _set(raw, new.split("."), _owner(raw, old)[0].pop(name), source)
+    return raw
+
+
+def _owner(raw: Any, key: str) -> tuple[dict | None, str]:
+    """The mapping of ``raw`` that holds dotted ``key`` (None where there is none
+    on the way) and the key's last part."""
+    *parents, name = key.split(".")
+    for part in parents:
+        raw = raw.get(part) if isinstance(raw, dict) else None
+    return (raw if isinstance(raw, dict) else None), name
+
+
+def _set(raw: dict, parts: list[str], value: Any, source: str) -> None:
+    """Set ``value`` at key path ``parts`` of ``raw``, creating sub-mappings."""
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{source}: {part!r} is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"a.b=value"`` -> (["a", "b"], YAML-parsed value)."""
     if "=" not in text:
@@ -479,30 +491,25 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = [p for p in key.strip().split(".")]
     if not all(parts):
         raise ConfigError(f"--set {text!r}: empty key path")
-    return parts, parse_yaml(value, f"--set {text!r}") if value.strip() else None
+    return parts, parse_yaml(value, f"--set {text!r}", ConfigError) if value.strip() else None
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
-    """Set each ``a.b=value`` override into the raw mapping (creating sub-mappings)."""
+    """Set each ``a.b=value`` override into the raw mapping (creating sub-mappings);
+    a moved key sets its new key, with a warning."""
     for text in overrides or ():
         parts, value = parse_override(text)
-        node = raw
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"--set {text!r}: {part!r} is not a mapping")
-            node = child
-        node[parts[-1]] = value
+        source = f"--set {text!r}"
+        _set(raw, moved_key(".".join(parts), source).split("."), value, source)
     return raw
 
 
 def config_from_dict(raw: dict, source: str = "<config>", base_dir: str | Path | None = None,
                      cwd_keys: frozenset = frozenset()) -> Config:
     """Validate a raw mapping; relative input paths are resolved against ``base_dir``
-    (those named in ``cwd_keys``, set on the command line, against the current directory)."""
-    config = _build(Config, raw, "", source)
+    (those named in ``cwd_keys``, set on the command line, against the current directory).
+    Moved keys are read with a warning."""
+    config = _build(Config, _move_keys(raw, source, warn=True), "", source)
     _validate(config, source)
     if base_dir is not None:
         _resolve_paths(config, Path(base_dir), cwd_keys)
@@ -534,16 +541,19 @@ def _could_be_hub_name(value: str) -> bool:
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     """Read, override and validate a YAML config file."""
     path = Path(path)
-    raw = parse_yaml(read_text_file(path, ConfigError, "config"), str(path))
+    raw = parse_yaml(read_text_file(path, ConfigError, "config"), str(path), ConfigError)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level: expected a mapping, got {_describe(raw)}")
-    apply_overrides(raw, overrides or [])
+    # the file's moved keys move before the overrides, which may set their new keys
+    raw = apply_overrides(_move_keys(raw, str(path), warn=True), overrides or [])
     cwd_keys = frozenset(".".join(parse_override(text)[0]) for text in overrides or ())
     return config_from_dict(raw, str(path), base_dir=path.parent, cwd_keys=cwd_keys)
 
 
 def config_from_saved(data: dict) -> Config:
-    """Rebuild a config stored in a checkpoint (already resolved)."""
-    return config_from_dict(data, "<checkpoint config>")
+    """Rebuild a config stored in a checkpoint (already resolved); keys that have
+    moved since it was saved move silently."""
+    source = "<checkpoint config>"
+    return config_from_dict(_move_keys(data, source, warn=False), source)

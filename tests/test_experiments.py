@@ -7,6 +7,7 @@ Runs are faked (:mod:`fake_grid_runs`, fixtures ``fake_runs`` and
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -78,12 +79,30 @@ def test_mapping_key_and_treebank_axes_with_exclusions(tmp_path):
     ({"axes": {"oracle": ["static"]}, "set": {"output_dir": "x"}}, "set.output_dir"),
     ({"axes": {"treebank": {"ud": ".", "values": [{"A": {}, "B": {}}]}}}, "axes.treebank.values: expected a "
                                                                          "treebank directory or"),
+    ({"axes": {"model.lstm_hiden": [8]}}, "axes.model.lstm_hiden: unknown config key 'model.lstm_hiden' "
+                                          "(nearest: model.lstm_hidden"),
+    ({"axes": {"oracle": ["static"]}, "set": {"training.epoch": 2}}, "set: unknown config key 'training.epoch' "
+                                                                     "(nearest: training.epochs"),
+    ({"axes": {"lr": {"key": "training.lr.x", "values": [1]}}}, "axes.lr: unknown config key 'training.lr.x'"),
+    ({"axes": {"small": {"a": {"model.lstm_hidden": 8}, "b": {"modle.lstm_hidden": 16}}}},
+     "axes.small.b: unknown config key 'modle.lstm_hidden' (nearest: model.lstm_hidden"),
 ])
 def test_grid_errors_name_file_and_key(tmp_path, body, message):
     write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))
     path = write_grid(tmp_path, body)
-    with pytest.raises(GridError, match=".*".join(map(__import__("re").escape, [str(path.name), message]))):
+    with pytest.raises(GridError, match=".*".join(map(re.escape, [str(path.name), message]))):
         load_grid(path)
+
+
+def test_axes_are_the_config_keys_and_a_moved_key_is_renamed_with_a_warning(tmp_path):
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))
+    path = write_grid(tmp_path, {"axes": {"model.lstm_hidden": [8, 16], "model.root_choice": ["first"]}})
+    with pytest.warns(FutureWarning, match=re.escape(f"{path}: axes.model.root_choice: model.root_choice is read "
+                                                     "as decoding.root_choice")):
+        grid = load_grid(path)
+    assert grid.runs[1].name == "model.lstm_hidden=16/model.root_choice=first"
+    config = run_config(grid, grid.runs[1])
+    assert (config.model.lstm_hidden, config.decoding.root_choice) == (16, "first")
 
 
 def test_invalid_run_config_is_reported_before_running(tmp_path):

@@ -1,4 +1,4 @@
-"""The root choice of kgparser.tree_repair (``model.root_choice``): every choice
+"""The root choice of kgparser.tree_repair (``decoding.root_choice``): every choice
 gives a valid tree (``multi`` a forest on the root), ``scored`` follows the
 scores it is given, the systems' arc probes are the configurations in which the
 parser considers the arc, and the decoder and the CLI use the option."""
@@ -249,7 +249,7 @@ def test_decoder_repairs_by_each_choice(root_node):
             assert_tree(heads, labels, roots=None if choice == "multi" else 1)
     assert any(sum(h == 0 for h in heads[1:]) > 1 for heads, _ in trees["multi"])  # loose words were there
     assert trees["scored"] != trees["first"]
-    model.config.model.root_choice = "last"
+    model.config.decoding.root_choice = "last"
     assert decode(model, sentences, 4) == trees["last"]  # the model's own choice is the default
 
 

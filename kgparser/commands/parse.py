@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root-choice", choices=("scored", "first", "last", "multi"), default=None,
                         help="which of the words a final parser state leaves loose becomes the root and where "
                              "the others go: scored (by the model), first, last, or multi (all on the root, as the "
-                             "papers' CoNLL-X evaluations); default: the model's model.root_choice")
+                             "papers' CoNLL-X evaluations); default: the model's decoding.root_choice")
     parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
     parser.add_argument("--encoder", default=None, metavar="PATH",
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "

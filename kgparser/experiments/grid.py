@@ -27,14 +27,15 @@ import itertools
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..config import ConfigError, parse_yaml, read_text_file
+from ..config import ConfigError, key_problem, load_config, moved_key
 from ..errors import KgparserError
+from ..yaml_text import parse_yaml, read_text_file
 
 #: axis names that stand for a config key when their values are a plain list
 SHORTHANDS = {
@@ -54,8 +55,6 @@ TESTS = ("bootstrap", "randomization")
 SEED_MODES = ("pooled", "per-seed")
 _TOP_KEYS = ("name", "description", "base", "output_root", "set", "axes", "exclude", "compare",
              "engine", "report")
-_ENGINE_KEYS = ("kind", "max_parallel", "threads_per_run", "ray", "slurm")
-_REPORT_KEYS = ("test", "samples", "alpha", "seeds", "punct", "output", "random_seed")
 _COMPARE_KEYS = ("name", "a", "b", "over")
 _LABEL_SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
@@ -186,6 +185,11 @@ def _fail(path: Path, where: str, problem: str) -> GridError:
     return GridError(f"{path}: {where}: {problem}")
 
 
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The keys of a grid section: the fields of its settings class."""
+    return tuple(f.name for f in fields(cls))
+
+
 def _check_keys(path: Path, where: str, raw: dict, known: tuple[str, ...]) -> None:
     for key in raw:
         if key not in known:
@@ -205,11 +209,16 @@ def _mapping(path: Path, where: str, value: Any) -> dict:
 
 
 def _overrides(path: Path, where: str, raw: Any) -> tuple[tuple[str, Any], ...]:
-    """Dotted-key overrides; relative input paths become absolute (against the grid file)."""
+    """Dotted-key overrides, each a key of the config (a moved key is renamed, with a
+    warning); relative input paths become absolute (against the grid file)."""
     items = []
     for key, value in _mapping(path, where, raw).items():
         if not isinstance(key, str) or not key or not all(key.split(".")):
             raise _fail(path, where, f"{key!r} is not a dotted config key such as training.epochs")
+        problem = key_problem(key)
+        if problem:
+            raise _fail(path, where, problem)
+        key = moved_key(key, f"{path}: {where}")
         if key == "output_dir":
             raise _fail(path, f"{where}.{key}", "is set by the grid (output_root and the axis values)")
         if key in PATH_KEYS and isinstance(value, str) and not Path(value).is_absolute():
@@ -336,7 +345,7 @@ def _describe(selector: tuple[tuple[str, str], ...]) -> str:
 
 def _engine(path: Path, raw: Any) -> EngineSettings:
     raw = _mapping(path, "engine", raw)
-    _check_keys(path, "engine", raw, _ENGINE_KEYS)
+    _check_keys(path, "engine", raw, _field_names(EngineSettings))
     settings = EngineSettings(**{k: v for k, v in raw.items()})
     if settings.kind not in ENGINES:
         raise _fail(path, "engine.kind", f"{settings.kind!r} is not one of {', '.join(ENGINES)}")
@@ -351,7 +360,7 @@ def _engine(path: Path, raw: Any) -> EngineSettings:
 
 def _report(path: Path, raw: Any) -> ReportSettings:
     raw = _mapping(path, "report", raw)
-    _check_keys(path, "report", raw, _REPORT_KEYS)
+    _check_keys(path, "report", raw, _field_names(ReportSettings))
     settings = ReportSettings(**raw)
     if settings.test not in TESTS:
         raise _fail(path, "report.test", f"{settings.test!r} is not one of {', '.join(TESTS)}")
@@ -398,10 +407,7 @@ def expand(axes: list[Axis], shared: tuple[tuple[str, Any], ...], output_root: P
 def load_grid(path: str | Path) -> Grid:
     """Read and validate a grid file and expand its runs."""
     path = Path(path).resolve()
-    try:
-        raw = parse_yaml(read_text_file(path, GridError, "grid file"), str(path))
-    except ConfigError as exc:  # parse_yaml's error: invalid or too deeply nested YAML
-        raise GridError(str(exc)) from None
+    raw = parse_yaml(read_text_file(path, GridError, "grid file"), str(path), GridError)
     raw = _mapping(path, "top level", raw)
     _check_keys(path, "top level", raw, _TOP_KEYS)
     for key in ("base", "axes"):
@@ -429,8 +435,6 @@ def load_grid(path: str | Path) -> Grid:
 
 def run_config(grid: Grid, run: Run):
     """The run's config (base + overrides) as ``kgparser train`` will see it."""
-    from ..config import ConfigError, load_config
-
     try:
         return load_config(grid.base, run.set_arguments() + [f"output_dir={run.output_dir}"])
     except ConfigError as exc:

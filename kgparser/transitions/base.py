@@ -207,7 +207,7 @@ class TransitionSystem:
         which arc action ``action`` adds ``head -> dep``, as ``(positions, action)``;
         ``None`` where the system cannot say (the default).  The decoder scores these
         to attach the words a final state leaves loose (:mod:`kgparser.tree_repair`,
-        ``model.root_choice: scored``); ``head`` 0 asks for a root arc."""
+        ``decoding.root_choice: scored``); ``head`` 0 asks for a root arc."""
         return None
 
     def __repr__(self) -> str:
