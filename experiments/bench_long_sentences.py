@@ -32,13 +32,13 @@ def untrained_parser(system: str, seed: int, batch_size: int):
 
     from kgparser.config import config_from_dict
     from kgparser.conllu_io import parse_conllu
-    from kgparser.parser import Parser
-    from kgparser.training.run import build_model
+    from kgparser.inference.parser import Parser
+    from kgparser.model import Model
 
     torch.manual_seed(seed)
     rows = [f"{d}\tw{d}\t_\t{'ABC'[d % 3]}\t_\t_\t{d - 1}\tdep\t_\t_" for d in range(1, 21)]
     train = list(parse_conllu("\n".join(rows) + "\n\n", "bench.conllu"))
-    model = build_model(config_from_dict({"system": {"name": system}}), train)
+    model = Model.build(config_from_dict({"system": {"name": system}}), train)
     return Parser(model, batch_size=batch_size)
 
 

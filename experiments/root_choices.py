@@ -23,9 +23,9 @@ import torch
 
 from kgparser.conllu_io import read_conllu
 from kgparser.evaluation import evaluate
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 from kgparser.transitions.trees import nonprojective_arcs
-from kgparser.tree_repair import ROOT_CHOICES
+from kgparser.inference.tree_repair import ROOT_CHOICES
 
 
 def nonprojective_counts(gold: list, parsed: list, loose: list[set[int]]) -> tuple[int, int, int]:

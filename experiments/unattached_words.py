@@ -28,7 +28,7 @@ import torch
 
 from kgparser.conllu_io import read_conllu
 from kgparser.evaluation import evaluate
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 
 
 def top_of(heads: list[int], word: int) -> int:

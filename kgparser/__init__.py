@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     if name == "Parser":
-        from .parser import Parser
+        from .inference.parser import Parser
 
         return Parser
     raise AttributeError(f"module 'kgparser' has no attribute {name!r}")

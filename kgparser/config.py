@@ -30,7 +30,7 @@ from typing import Any, Optional
 import yaml
 
 from .errors import KgparserError
-from .tree_repair import ROOT_CHOICES
+from .inference.tree_repair import ROOT_CHOICES
 from .yaml_text import parse_yaml, read_text_file
 
 ORACLES = ("static", "dynamic", "static-dynamic")
@@ -169,7 +169,7 @@ class DecodingConfig:
     when scoring the dev set in training)."""
 
     #: which loose word of a final state becomes the root and where the others go:
-    #: ``scored`` (by the network), ``first``, ``last`` or ``multi`` (kgparser/tree_repair.py)
+    #: ``scored`` (by the network), ``first``, ``last`` or ``multi`` (kgparser/inference/tree_repair.py)
     root_choice: str = "scored"
 
 

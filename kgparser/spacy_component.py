@@ -69,7 +69,7 @@ class KgparserComponent:
     def parser(self):
         """The :class:`kgparser.Parser`, loaded on first use."""
         if self._parser is None:
-            from .parser import Parser
+            from .inference.parser import Parser
 
             self._parser = Parser.load(self.model, batch_size=self.batch_size)
         return self._parser

@@ -1,6 +1,6 @@
 """Parsing a corpus of any size: read, parse and write in chunks
-(``kgparser parse``, :meth:`Parser.parse_file <kgparser.parser.Parser.parse_file>`,
-:meth:`Parser.pipe <kgparser.parser.Parser.pipe>`).
+(``kgparser parse``, :meth:`Parser.parse_file <kgparser.inference.parser.Parser.parse_file>`,
+:meth:`Parser.pipe <kgparser.inference.parser.Parser.pipe>`).
 
 The input is read as it is parsed, a chunk of ``chunk_size`` sentences at a
 time (:data:`DEFAULT_CHUNK_SIZE`: enough for the decoder's batches of
@@ -39,9 +39,9 @@ from typing import IO, Iterable, Iterator
 
 from .conllu_io import ConlluError, Sentence, SkippedBlock, iter_sentences, opened_text, sentences_from_tokens
 from .errors import KgparserError
-from .plaintext import is_text_format, tokenized_sentences
+from .inference.plaintext import is_text_format, tokenized_sentences
 from .progress import Progress
-from .tagging import TagReport
+from .inference.tags import TagReport
 
 #: sentences per chunk: a few thousand keep the decoder's length-sorted batches full
 DEFAULT_CHUNK_SIZE = 2000
@@ -70,7 +70,7 @@ def bound_kernel_cache() -> None:
 class ParseSummary:
     """What a streamed parse did: sentences and words parsed, the sentences a
     lenient read skipped (their :class:`~kgparser.conllu_io.ConlluError`), and
-    the tags (:class:`~kgparser.tagging.TagReport`)."""
+    the tags (:class:`~kgparser.inference.tags.TagReport`)."""
 
     sentences: int = 0
     words: int = 0
@@ -110,7 +110,7 @@ def parse_chunk(parser, items: list, *, options: dict, as_text: bool) -> ChunkRe
     """Parse the sentences of ``items`` (Sentences, and SkippedBlocks kept in
     their place) with :meth:`Parser.parse`'s ``options``; the warnings raised
     are recorded (the long-sentence one counted instead)."""
-    from .parser import LongSentenceWarning
+    from .inference.parser import LongSentenceWarning
 
     sentences = [item for item in items if isinstance(item, Sentence)]
     with warnings.catch_warnings(record=True) as caught:
@@ -300,7 +300,7 @@ def _streamed(parser, chunks: Iterable[list], processes: int, options: dict, as_
     if summary.tag_report is not None:
         parser.tag_report = summary.tag_report
     if summary.long_sentences:
-        from .parser import warn_long_sentences
+        from .inference.parser import warn_long_sentences
 
         warn_long_sentences(summary.long_sentences, summary.longest, parser.model.max_train_length, stacklevel=4)
 

@@ -61,7 +61,7 @@ def _build_parser(data: bytes, device: str, batch_size: int):
     import torch
 
     from .model import Model
-    from .parser import Parser
+    from .inference.parser import Parser
 
     torch.set_num_threads(1)
     model = Model.from_data(torch.load(io.BytesIO(data), weights_only=True))

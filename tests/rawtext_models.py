@@ -1,7 +1,7 @@
 """A tiny untrained model that tags (UD UPOS, XPOS, FEATS) and parses, with
 ``data.lang: en``, for the raw-text, spaCy-component and picture tests."""
 from kgparser.conllu_io import parse_conllu
-from kgparser.training.run import build_model
+from kgparser.model import Model
 from test_model import tiny_config, tiny_conllu
 from test_parse_safety import save
 
@@ -23,4 +23,4 @@ def save_tiny_model(path):
     config.data.lang = "en"
     config.model.tag_input, config.model.pos_dim = "none", 0
     config.model.tagger.upos = config.model.tagger.xpos = config.model.tagger.feats = True
-    return save(build_model(config, tagged_sentences()), path)
+    return save(Model.build(config, tagged_sentences()), path)

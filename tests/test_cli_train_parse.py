@@ -10,14 +10,18 @@ from test_model import TINY_MODEL, tiny_conllu
 torch.set_num_threads(1)
 
 
-def write_config(tmp_path, extra: str = "") -> str:
-    (tmp_path / "train.conllu").write_text(tiny_conllu(10, seed=4), encoding="utf-8")
-    (tmp_path / "dev.conllu").write_text(tiny_conllu(3, seed=5), encoding="utf-8")
+def write_config(tmp_path, extra: str = "", model_extra: str = "", sentences: tuple[int, int] = (10, 3),
+                 epochs: int = 1) -> str:
+    """A tiny run's config ``exp.yaml`` with its train and dev files in ``tmp_path``;
+    ``extra``: more top-level YAML, ``model_extra``: more ``model:`` lines."""
+    (tmp_path / "train.conllu").write_text(tiny_conllu(sentences[0], seed=4), encoding="utf-8")
+    (tmp_path / "dev.conllu").write_text(tiny_conllu(sentences[1], seed=5), encoding="utf-8")
     model = "\n".join(f"  {k}: {v}" for k, v in TINY_MODEL.items())
     path = tmp_path / "exp.yaml"
     path.write_text(f"output_dir: {tmp_path / 'run'}\n"
-                    f"data:\n  train: train.conllu\n  dev: dev.conllu\nmodel:\n{model}\n"
-                    f"training:\n  epochs: 1\n  batch_size: 4\n  tensorboard: false\n{extra}", encoding="utf-8")
+                    f"data:\n  train: train.conllu\n  dev: dev.conllu\nmodel:\n{model}\n{model_extra}"
+                    f"training:\n  epochs: {epochs}\n  batch_size: 4\n  tensorboard: false\n{extra}",
+                    encoding="utf-8")
     return str(path)
 
 

@@ -5,7 +5,7 @@ torch sees no CUDA device (CI); run on a GPU machine with
 import pytest
 import torch
 
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 from kgparser.training import train
 from test_training import tiny_run
 

@@ -1,4 +1,4 @@
-"""Covington decoding scores runs of No-Arc ahead (kgparser.decoding): the
+"""Covington decoding scores runs of No-Arc ahead (kgparser.inference.decode): the
 features it predicts are those the states reached have, the trees are those
 of scoring one state at a time (with and without decoding constraints), and
 a long No-Arc run takes far fewer MLP calls than transitions."""
@@ -7,7 +7,8 @@ import random
 import pytest
 import torch
 
-from kgparser.decoding import DecodingConstraint, decode
+from kgparser.inference.decoding_constraints import DecodingConstraint
+from kgparser.inference.decode import decode
 from kgparser.transitions import get_system
 from test_model import tiny_config, tiny_sentences
 from test_parse_safety import tiny_model
@@ -49,7 +50,7 @@ def trees(model, sentences, batch_size, constraints, chained: bool):
     if not chained:
         model.system.chain_action = None  # the instance attribute hides the class's
     try:
-        return decode(model, sentences, batch_size, constraints)
+        return decode(model, sentences, batch_size, constraints).trees
     finally:
         model.system.__dict__.pop("chain_action", None)
 
@@ -57,18 +58,18 @@ def trees(model, sentences, batch_size, constraints, chained: bool):
 def favour(model, action: str, amount: float) -> None:
     """Shift the action head's bias so that ``action`` wins more often."""
     with torch.no_grad():
-        model.network.action_out.bias[model.action_id[action]] += amount
+        model.network.action_out.bias[model.inventory.action_id[action]] += amount
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("root_node", [False, True])
 def test_runs_scored_ahead_give_the_trees_of_one_state_at_a_time(seed, root_node):
     torch.manual_seed(seed)
-    from kgparser.training.run import build_model
+    from kgparser.model import Model
 
     config = tiny_config("covington")
     config.system.options["root_node"] = root_node
-    model = build_model(config, tiny_sentences(8, seed=seed))
+    model = Model.build(config, tiny_sentences(8, seed=seed))
     favour(model, "no-arc", [0.0, 0.3, 0.6, 1.0][seed])  # runs of every length
     rng = random.Random(seed)
     sentences = tiny_sentences(12, seed=100 + seed, max_len=30)

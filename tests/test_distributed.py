@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 from kgparser.cli import main
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 from kgparser.training.distributed import World, share
 from test_cli_train_parse import write_config
 

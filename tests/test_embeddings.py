@@ -11,7 +11,7 @@ import torch
 
 from kgparser.config import config_from_dict
 from kgparser.model.embeddings import EmbeddingsError, lookup_id, read_vectors, spacy_hash
-from kgparser.training.run import build_model
+from kgparser.model import Model
 from test_model import TINY_MODEL, tiny_sentences
 
 torch.set_num_threads(1)
@@ -64,7 +64,7 @@ def test_model_uses_pretrained_vectors(tmp_path):
     sentences = tiny_sentences(3)
     config = config_from_dict({"model": {**TINY_MODEL, "pretrained": {"path": str(path), "max_extra_words": 2,
                                                                      "freeze": True}}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     assert model.ext_words == ["the", "dog"] and model.ext_dim == 3
     weight = model.network.ext_emb.weight
     assert not weight.requires_grad and torch.allclose(weight[3], torch.tensor([1.0, -1.0, 0.5]))
@@ -125,7 +125,7 @@ def test_reads_a_spacy_model_folder(tmp_path):
 def test_model_uses_spacy_vectors(tmp_path):
     config = config_from_dict({"model": {**TINY_MODEL, "pretrained": {
         "path": str(write_spacy_model(tmp_path / "m", n_rows=301)), "max_extra_words": 1}}})
-    model = build_model(config, tiny_sentences(3))
+    model = Model.build(config, tiny_sentences(3))
     assert model.ext_dim == 3 and "dog" in model.ext_words
 
 

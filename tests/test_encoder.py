@@ -19,8 +19,9 @@ from kgparser.conllu_io import parse_conllu, read_conllu  # noqa: E402
 from kgparser.model import Model  # noqa: E402
 from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound, fingerprint  # noqa: E402
 from kgparser.model.inputs import StateCache  # noqa: E402
-from kgparser.parser import Parser  # noqa: E402
+from kgparser.inference.parser import Parser  # noqa: E402
 from kgparser.vocab import Vocabularies  # noqa: E402
+from test_cli_train_parse import write_config  # noqa: E402
 from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # noqa: E402
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
@@ -240,14 +241,8 @@ def test_too_many_layers_are_refused(bert):
 # -- training and checkpoints ---------------------------------------------------------------------
 
 def write_run(tmp_path, encoder: str, epochs: int = 1) -> str:
-    (tmp_path / "train.conllu").write_text(tiny_conllu(12, seed=4), encoding="utf-8")
-    (tmp_path / "dev.conllu").write_text(tiny_conllu(4, seed=5), encoding="utf-8")
-    model = "\n".join(f"  {k}: {v}" for k, v in TINY_MODEL.items())
-    path = tmp_path / "exp.yaml"
-    path.write_text(f"output_dir: {tmp_path / 'run'}\ndata:\n  train: train.conllu\n  dev: dev.conllu\n"
-                    f"model:\n{model}\n  encoder: {{path: {encoder}, dim: 8}}\n"
-                    f"training:\n  epochs: {epochs}\n  batch_size: 4\n  tensorboard: false\n", encoding="utf-8")
-    return str(path)
+    return write_config(tmp_path, model_extra=f"  encoder: {{path: {encoder}, dim: 8}}\n", sentences=(12, 4),
+                        epochs=epochs)
 
 
 @pytest.fixture(scope="module")

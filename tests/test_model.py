@@ -10,8 +10,8 @@ torch.set_num_threads(1)
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.model import Model
-from kgparser.decoding import decode
-from kgparser.training.run import build_model
+from kgparser.inference.decode import decode
+from kgparser.model import Model
 from kgparser.training.trainer import Trainer
 from kgparser.transitions import get_system, system_names
 from kgparser.transitions.trees import random_projective_tree
@@ -22,8 +22,8 @@ LABELS = ("nsubj", "obj", "amod", "advmod")
 #: TINY_MODEL reads gold UPOS and has seen only short sentences, so parsing untagged or longer
 #: input warns; modules where those warnings are not the subject ignore them (they are tested
 #: in test_tagging.py and test_parse_safety.py)
-IGNORE_TINY_MODEL_WARNINGS = pytest.mark.filterwarnings("ignore::kgparser.tagging.TagWarning",
-                                                        "ignore::kgparser.parser.LongSentenceWarning")
+IGNORE_TINY_MODEL_WARNINGS = pytest.mark.filterwarnings("ignore::kgparser.inference.tags.TagWarning",
+                                                        "ignore::kgparser.inference.parser.LongSentenceWarning")
 
 
 def tiny_conllu(count: int, seed: int = 0, max_len: int = 6) -> str:
@@ -54,7 +54,7 @@ def tiny_config(system: str = "arc-hybrid", **training):
 
 
 def attachment(model: Model, sentences) -> float:
-    trees = decode(model, sentences, batch_size=4)
+    trees = decode(model, sentences, batch_size=4).trees
     pairs = [(tree[0][d], tree[1][d], s.heads[d], s.deprels[d])
              for s, tree in zip(sentences, trees) for d in range(1, s.n + 1)]
     return sum(h == gh and lab == gl for h, lab, gh, gl in pairs) / len(pairs)
@@ -62,7 +62,7 @@ def attachment(model: Model, sentences) -> float:
 
 def overfit(config, sentences, epochs: int, explore: bool = False) -> tuple[Model, float]:
     torch.manual_seed(0)
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     trainer = Trainer(model, config)
     examples = [e for e in trainer.examples(sentences) if e.buildable]
     rng, np_rng = random.Random(0), np.random.default_rng(0)
@@ -98,7 +98,7 @@ def test_slot_projections_equal_the_concatenated_mlp(separate):
     sentences = tiny_sentences(3, seed=3)
     config = tiny_config()
     config.model.separate_label_mlp = separate
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     network = model.network
     inputs = model.inputs(sentences)
     vectors = network.encode(inputs)
@@ -116,7 +116,7 @@ def test_separate_label_mlp_gives_each_head_its_own_hidden_layer():
     sentences = tiny_sentences(3, seed=3)
     config = tiny_config()
     config.model.separate_label_mlp = True
-    network = build_model(config, sentences).network
+    network = Model.build(config, sentences).network
     hidden = torch.randn(5, 2 * config.model.mlp_hidden)
     actions, labels = network.head_scores(hidden)
     changed = hidden.clone()
@@ -129,7 +129,7 @@ def test_separate_label_mlp_gives_each_head_its_own_hidden_layer():
 
 def test_encode_rows_follow_sentence_offsets():
     sentences = tiny_sentences(3, seed=4)
-    model = build_model(tiny_config(), sentences)
+    model = Model.build(tiny_config(), sentences)
     inputs = model.inputs(sentences)
     vectors = model.network.encode(inputs)
     assert inputs["offsets"][0] == 0
@@ -142,7 +142,7 @@ def test_encode_rows_follow_sentence_offsets():
 def test_word_dropout_replaces_rare_words_more_often():
     sentences = tiny_sentences(30, seed=5)
     config = config_from_dict({"model": {**TINY_MODEL, "word_dropout": 0.25}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     rng = np.random.default_rng(0)
     dropped = np.zeros(len(model.vocabs.words))
     seen = np.zeros(len(model.vocabs.words))
@@ -160,7 +160,7 @@ def test_word_dropout_replaces_rare_words_more_often():
 
 def test_tag_dropout():
     sentences = tiny_sentences(30, seed=5)
-    model = build_model(config_from_dict({"model": {**TINY_MODEL, "pos_dropout": 0.5}}), sentences)
+    model = Model.build(config_from_dict({"model": {**TINY_MODEL, "pos_dropout": 0.5}}), sentences)
     clean = model.inputs(sentences)["tags"].numpy()
     noisy = model.inputs(sentences, rng=np.random.default_rng(0))["tags"].numpy()
     real = clean > 2
@@ -171,7 +171,7 @@ def test_tag_dropout():
 @pytest.mark.parametrize("key", ["input_dropout", "lstm_dropout", "recurrent_dropout"])
 def test_bilstm_dropout_only_while_training(key):
     sentences = tiny_sentences(4, seed=7)
-    model = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2, key: 0.5}}), sentences)
+    model = Model.build(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2, key: 0.5}}), sentences)
     inputs = model.inputs(sentences)
     network = model.network
     network.train()
@@ -180,7 +180,7 @@ def test_bilstm_dropout_only_while_training(key):
     assert not torch.equal(first, second)
     network.eval()
     assert torch.equal(network.encode(inputs), network.encode(inputs))
-    plain = build_model(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2}}), sentences).network
+    plain = Model.build(config_from_dict({"model": {**TINY_MODEL, "lstm_layers": 2}}), sentences).network
     plain.train()
     assert torch.equal(plain.encode(inputs), plain.encode(inputs))
 
@@ -188,7 +188,7 @@ def test_bilstm_dropout_only_while_training(key):
 def test_recurrent_dropout_drops_whole_columns_of_every_recurrent_matrix():
     sentences = tiny_sentences(4, seed=7)
     config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "recurrent_dropout": 0.5}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     network = model.network
     network.train()
     torch.manual_seed(0)
@@ -207,7 +207,7 @@ def test_normalized_words_share_an_embedding_and_keep_their_characters():
             "3\tRoom12\t_\tB\t_\t_\t2\tobj\t_\t_\n\n")
     sentences = list(parse_conllu(text, "case.conllu"))
     config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "normalize_words": True}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     assert "the" in model.vocabs.words and "The" not in model.vocabs.words
     assert model.vocabs.words.counts[model.vocabs.words.get("the")] == 2
     assert "T" in model.vocabs.chars and "R" in model.vocabs.chars
@@ -215,14 +215,14 @@ def test_normalized_words_share_an_embedding_and_keep_their_characters():
     words = model.inputs(unseen)["words"][0].tolist()
     assert words[1] == words[2] == model.vocabs.words.get("the")
     assert words[3] == model.vocabs.words.get("room00")
-    plain = build_model(config_from_dict({"model": TINY_MODEL}), sentences)
+    plain = Model.build(config_from_dict({"model": TINY_MODEL}), sentences)
     assert "The" in plain.vocabs.words and "the" in plain.vocabs.words
 
 
 def test_char_model_and_xpos_inputs():
     sentences = tiny_sentences(3, seed=6)
     config = config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4, "pos": "xpos"}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     vectors = model.network.encode(model.inputs(sentences))
     assert vectors.shape == (sum(s.n + 1 for s in sentences) + 1, 32)
 
@@ -232,7 +232,7 @@ def char_model_and_sentences():
     longer than any training form, with unseen characters)."""
     text = "".join(tiny_conllu(6, seed=3)).replace("\tw1\t", "\twalked\t").replace("\tw2\t", "\tzq\t")
     sentences = list(parse_conllu(text, "chars.conllu"))
-    model = build_model(config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4}}), sentences)
+    model = Model.build(config_from_dict({"model": {**TINY_MODEL, "char_dim": 5, "char_hidden": 4}}), sentences)
     model.network.eval()
     sentences[0].forms[0] = "Überlängenwort"
     return model, sentences
@@ -255,12 +255,12 @@ def test_a_char_table_gives_each_form_the_vector_its_batch_computes():
 
 def test_decoding_runs_the_character_lstm_once_per_distinct_form(monkeypatch):
     model, sentences = char_model_and_sentences()
-    plain = decode(model, sentences, batch_size=2)
+    plain = decode(model, sentences, batch_size=2).trees
     counted = []
     original = model.network.char_vectors
     monkeypatch.setattr(model.network, "char_vectors",
                         lambda chars, lengths: counted.append(len(lengths)) or original(chars, lengths))
-    assert decode(model, sentences, batch_size=2) == plain
+    assert decode(model, sentences, batch_size=2).trees == plain
     assert sum(counted) == len({form for s in sentences for form in s.forms}) + 1  # and ROOT
 
 
@@ -276,11 +276,11 @@ def test_every_system_trains_with_aggressive_exploration_on_any_tree(name):
     sentences = list(parse_conllu(text + "\n".join(rows) + "\n\n"))
     oracle = "static-dynamic" if get_system(name).static_actions else "dynamic"
     config = tiny_config(name, oracle=oracle, p_agg=1.0, unbuildable="dynamic")
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     trainer = Trainer(model, config)
     examples = trainer.examples(sentences)
     for _ in range(2):
         stats = trainer.train_batch(examples, True, random.Random(0), np.random.default_rng(0))
         assert stats.scored > 0 and stats.wrong_followed <= stats.transitions
-    for heads, labels in decode(model, sentences):
+    for heads, labels in decode(model, sentences).trees:
         assert sum(1 for h in heads[1:] if h == 0) == 1

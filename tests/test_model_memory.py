@@ -7,7 +7,7 @@ from kgparser.config import config_from_dict
 from kgparser.model import Model
 from kgparser.model import memory
 from kgparser.model.memory import ModelTooLarge, weight_bytes_lower_bound
-from kgparser.training.run import build_model
+from kgparser.model import Model
 from test_model import TINY_MODEL, tiny_sentences
 
 torch.set_num_threads(1)
@@ -24,7 +24,7 @@ def _config(**model):
 def test_the_bound_never_exceeds_the_weights_built(model, share):
     """A lower bound, close to the weights where the BiLSTM and MLP dominate
     (the tiny character model here is not counted)."""
-    built = build_model(_config(**model), tiny_sentences(6))
+    built = Model.build(_config(**model), tiny_sentences(6))
     weights = sum(p.numel() * p.element_size() for p in built.network.parameters())
     bound = weight_bytes_lower_bound(built.config.model, len(built.vocabs.words), built.n_slots)
     assert share * weights < bound <= weights
@@ -39,11 +39,11 @@ def test_a_model_too_large_for_the_memory_names_the_setting(monkeypatch, setting
     monkeypatch.setattr(memory, "available_memory", lambda: 2 ** 30)
     monkeypatch.setattr("kgparser.model.Network", lambda *a, **k: pytest.fail("the network was built"))
     with pytest.raises(ModelTooLarge) as refused:
-        build_model(_config(**{setting: value}), tiny_sentences(6))
+        Model.build(_config(**{setting: value}), tiny_sentences(6))
     assert str(refused.value) == (f"model.{setting}={value}: the network's weights would need {needed} of "
                                   f"memory, more than the 1.0 GiB available; choose a smaller value")
 
 
 def test_a_model_that_fits_is_built(monkeypatch):
     monkeypatch.setattr(memory, "available_memory", lambda: None)  # unknown: nothing is refused
-    assert isinstance(build_model(_config(word_dim=64), tiny_sentences(6)), Model)
+    assert isinstance(Model.build(_config(word_dim=64), tiny_sentences(6)), Model)

@@ -186,11 +186,11 @@ def test_parse_refuses_to_write_over_its_constraints(tmp_path, model, capsys):
 
 
 def test_a_checkpoint_written_through_a_symlink_replaces_its_target(tmp_path):
-    from kgparser.training.checkpoints import save_atomic
+    from kgparser.model.checkpoint import save_checkpoint
 
     (tmp_path / "real.pt").write_bytes(b"old")
     (tmp_path / "best.pt").symlink_to("real.pt")
-    save_atomic({"x": torch.zeros(2)}, tmp_path / "best.pt")
+    save_checkpoint({"x": torch.zeros(2)}, tmp_path / "best.pt")
     assert (tmp_path / "best.pt").is_symlink()
     assert torch.equal(torch.load(tmp_path / "real.pt", weights_only=True)["x"], torch.zeros(2))
 

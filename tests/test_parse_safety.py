@@ -12,10 +12,11 @@ import torch
 from kgparser.cli import main
 from kgparser.conllu_io import ConlluError, parse_conllu, read_conllu
 from kgparser.errors import KgparserError
-from kgparser.decoding import NonFiniteScores
-from kgparser.parser import CheckpointError, LongSentenceWarning, Parser
-from kgparser.training.checkpoints import checkpoint_data, save_atomic
-from kgparser.training.run import build_model
+from kgparser.inference.decode import NonFiniteScores
+from kgparser.model.checkpoint import CheckpointError
+from kgparser.inference.parser import LongSentenceWarning, Parser
+from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
+from kgparser.model import Model
 from test_model import tiny_config, tiny_sentences
 
 torch.set_num_threads(1)
@@ -26,11 +27,11 @@ BAD = "# sent_id = bad\n1\tw1\t_\tA\t_\t_\t_\t_\t_\n\n"  # 9 columns
 
 def tiny_model(system: str = "arc-hybrid", seed: int = 0):
     torch.manual_seed(seed)
-    return build_model(tiny_config(system), tiny_sentences(6, seed=seed))
+    return Model.build(tiny_config(system), tiny_sentences(6, seed=seed))
 
 
 def save(model, path):
-    save_atomic(checkpoint_data(model, 1, None), path)
+    save_checkpoint(checkpoint_data(model, 1, None), path)
     return path
 
 
@@ -201,7 +202,7 @@ def test_checkpoints_without_the_training_maximum_still_load(tmp_path):
     model = tiny_model()
     data = checkpoint_data(model, 1, None)
     del data["model"]["max_train_length"]
-    save_atomic(data, tmp_path / "old.pt")
+    save_checkpoint(data, tmp_path / "old.pt")
     parser = Parser.load(tmp_path / "old.pt")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # unknown maximum: no warning

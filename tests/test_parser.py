@@ -5,7 +5,9 @@ import torch
 
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
-from kgparser.parser import CheckpointError, DecodingConstraint, Parser
+from kgparser.model.checkpoint import CheckpointError
+from kgparser.inference.decoding_constraints import DecodingConstraint
+from kgparser.inference.parser import Parser
 from kgparser.training import train
 from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 

@@ -12,9 +12,12 @@ from kgparser.cli import main
 from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.constraints import ConstraintError, Constraints, constraint_filter
-from kgparser.decoding import _as_constraint, decode
-from kgparser.parser import ConstraintWarning, DecodingConstraint, DecodingError, Parser
-from kgparser.tree_repair import to_valid_tree
+from kgparser.inference.decoding_constraints import as_constraint
+from kgparser.inference.decode import decode
+from kgparser.inference.decoding_constraints import ConstraintWarning, DecodingConstraint
+from kgparser.inference.decode import DecodingError
+from kgparser.inference.parser import Parser
+from kgparser.inference.tree_repair import to_valid_tree
 from kgparser.training import train
 from kgparser.transitions.trees import children, random_projective_tree
 from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
@@ -112,7 +115,7 @@ def test_root_choice_keeps_the_constraints(eager_end):
     system = Parser.load(eager_end).system
 
     def repaired(constraints, heads, labels):
-        prefer = _as_constraint(constraint_filter(system, constraints, len(heads) - 1)).preferred_roots
+        prefer = as_constraint(constraint_filter(system, constraints, len(heads) - 1)).preferred_roots
         return to_valid_tree(heads, labels, prefer)
 
     labels = [None, "root", "obj", "root"]
@@ -125,7 +128,7 @@ def test_filter_objects_force_labels_at_decode_level(eager_end):
     parser = Parser.load(eager_end)
     sentences = parser.parse([["w1", "w2", "w3", "w4"]], tags="input")  # a gold-tag model, no tags
     c = Constraints([(3, 1, "label-not-in-model"), (0, 3, "root")])
-    heads, labels = decode(parser.model, sentences, constraints=[constraint_filter(parser.system, c, 4)])[0]
+    heads, labels = decode(parser.model, sentences, constraints=[constraint_filter(parser.system, c, 4)]).trees[0]
     assert heads[1] == 3 and labels[1] == "label-not-in-model" and heads[3] == 0
 
 
@@ -169,8 +172,8 @@ def test_unsatisfiable_sets_found_while_decoding(eager_end):
     assert report.skipped_sentences == [2] and report.constrained == 1 and not report.violated
     assert parsed[0].heads[1] == 0 and parsed[2].heads == parser.parse(tokens, tags="input")[2].heads
     filters = parser.decoding_constraints(sentences, [None, None, unsatisfiable], defer_satisfiability=True)
-    with pytest.raises(ConstraintError, match="sentence 3: no projective tree"):
-        decode(parser.model, sentences, constraints=filters)
+    decoded = decode(parser.model, sentences, constraints=filters)
+    assert decoded.unsatisfiable == [2] and decoded.trees[2][0] == parsed[2].heads
 
 
 def test_unsupported_systems_are_refused(hybrid):

@@ -28,7 +28,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def parser(tmp_path_factory):
-    from kgparser.parser import Parser
+    from kgparser.inference.parser import Parser
 
     pytest.importorskip("spacy")
     return Parser.load(save_tiny_model(tmp_path_factory.mktemp("raw") / "model.pt"))

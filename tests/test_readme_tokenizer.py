@@ -25,11 +25,11 @@ def test_the_example_is_in_the_readme():
 def test_readme_tokenizer_example_runs(tmp_path):
     pytest.importorskip("spacy")
     from test_model import tiny_config, tiny_sentences
-    from kgparser.training.run import build_model
+    from kgparser.model import Model
 
     config = tiny_config("arc-hybrid")
     config.model.tag_input, config.model.pos_dim = "none", 0  # parses untagged words
-    model = save(build_model(config, tiny_sentences(6, seed=0)), tmp_path / "best.pt")
+    model = save(Model.build(config, tiny_sentences(6, seed=0)), tmp_path / "best.pt")
     code = tokenizer_example().replace("runs/quickstart/best.pt", str(model))
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)

@@ -50,7 +50,7 @@ def test_the_page_escapes_what_the_sentences_hold():
     assert page.count('<figure class="kg-sentence">') == 1
 
 
-@pytest.mark.filterwarnings("ignore::kgparser.tagging.TagWarning")
+@pytest.mark.filterwarnings("ignore::kgparser.inference.tags.TagWarning")
 def test_parse_writes_pictures(tmp_path, capsys):
     pytest.importorskip("spacy")
     model = save_tiny_model(tmp_path / "model.pt")

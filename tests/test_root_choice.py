@@ -1,4 +1,4 @@
-"""The root choice of kgparser.tree_repair (``decoding.root_choice``): every choice
+"""The root choice of kgparser.inference.tree_repair (``decoding.root_choice``): every choice
 gives a valid tree (``multi`` a forest on the root), ``scored`` follows the
 scores it is given, the systems' arc probes are the configurations in which the
 parser considers the arc, and the decoder and the CLI use the option."""
@@ -7,11 +7,11 @@ import random
 import pytest
 import torch
 
-from kgparser.decoding import decode
+from kgparser.inference.decode import decode
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system, system_names
 from kgparser.transitions.base import NO_HEAD
-from kgparser.tree_repair import ROOT_CHOICES, loose_words, to_valid_tree
+from kgparser.inference.tree_repair import ROOT_CHOICES, loose_words, to_valid_tree
 from test_model import tiny_config, tiny_sentences
 
 torch.set_num_threads(1)
@@ -228,14 +228,14 @@ def test_every_probe_names_an_arc_action_and_a_full_feature_row(name):
 
 
 def tiny_covington_model(root_node=False):
-    from kgparser.training.run import build_model
+    from kgparser.model import Model
 
     torch.manual_seed(0)
     config = tiny_config("covington")
     config.system.options["root_node"] = root_node
-    model = build_model(config, tiny_sentences(8, seed=1))
+    model = Model.build(config, tiny_sentences(8, seed=1))
     with torch.no_grad():  # Shift wins often: many words end headless
-        model.network.action_out.bias[model.action_id["shift"]] += 2.0
+        model.network.action_out.bias[model.inventory.action_id["shift"]] += 2.0
     return model
 
 
@@ -243,22 +243,22 @@ def tiny_covington_model(root_node=False):
 def test_decoder_repairs_by_each_choice(root_node):
     model = tiny_covington_model(root_node)
     sentences = tiny_sentences(10, seed=9, max_len=12)
-    trees = {choice: decode(model, sentences, 4, root_choice=choice) for choice in ROOT_CHOICES}
+    trees = {choice: decode(model, sentences, 4, root_choice=choice).trees for choice in ROOT_CHOICES}
     for choice, parsed in trees.items():
         for heads, labels in parsed:
             assert_tree(heads, labels, roots=None if choice == "multi" else 1)
     assert any(sum(h == 0 for h in heads[1:]) > 1 for heads, _ in trees["multi"])  # loose words were there
     assert trees["scored"] != trees["first"]
     model.config.decoding.root_choice = "last"
-    assert decode(model, sentences, 4) == trees["last"]  # the model's own choice is the default
+    assert decode(model, sentences, 4).trees == trees["last"]  # the model's own choice is the default
 
 
 def test_arc_scores_probe_every_other_word_of_each_loose_word_best_first():
-    from kgparser.decoding import _BatchDecoder
+    from kgparser.inference.decode import _BatchDecoder
 
     model = tiny_covington_model()
     sentences = tiny_sentences(6, seed=11, max_len=10)
-    decoder = _BatchDecoder(model, sentences, None, [])
+    decoder = _BatchDecoder(model, sentences, None)
     with torch.no_grad():
         model.network.eval()
         states = decoder.run()
@@ -275,7 +275,7 @@ def test_arc_scores_probe_every_other_word_of_each_loose_word_best_first():
 
 
 def test_parser_refuses_an_unknown_root_choice(tmp_path):
-    from kgparser.parser import Parser
+    from kgparser.inference.parser import Parser
 
     parser = Parser(tiny_covington_model())
     with pytest.raises(KgparserError, match="root_choice"):

@@ -190,11 +190,12 @@ def test_a_damaged_metrics_line_in_the_middle_is_an_error(tmp_path):
 def test_metrics_are_written_before_the_checkpoint_that_follows_them(tmp_path, monkeypatch):
     """A kill between the two loses nothing: the metrics line of the epoch a
     checkpoint holds is always on disk first."""
-    from kgparser.training import run as run_module
+    from kgparser import model as model_module
 
     order = []
-    real_save, real_write = run_module.save_atomic, MetricsFile.write
-    monkeypatch.setattr(run_module, "save_atomic", lambda data, path: (order.append(path.name), real_save(data, path)))
+    real_save, real_write = model_module.save_checkpoint, MetricsFile.write
+    monkeypatch.setattr(model_module, "save_checkpoint",
+                        lambda data, path: (order.append(os.path.basename(path)), real_save(data, path)))
     monkeypatch.setattr(MetricsFile, "write", lambda self, r: (order.append(f"metrics {r.get('epoch')}"),
                                                                real_write(self, r)))
     train(tiny_run(tmp_path, epochs=2), **QUIET)
@@ -272,7 +273,7 @@ def test_read_only_output_folder(tmp_path, capsys):
 
 
 def test_checkpoint_write_on_a_full_disk_is_named(tmp_path, monkeypatch):
-    from kgparser.training import checkpoints
+    from kgparser.model import checkpoint as checkpoints
 
     def fail(data, path):
         raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 512 vs 448")
@@ -280,7 +281,7 @@ def test_checkpoint_write_on_a_full_disk_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoints.torch, "save", fail)
     monkeypatch.setattr(checkpoints.shutil, "disk_usage", lambda path: type("Usage", (), {"free": 0})())
     with pytest.raises(atomic.WriteError, match="no space left on the device"):
-        checkpoints.save_atomic({}, tmp_path / "best.pt")
+        checkpoints.save_checkpoint({}, tmp_path / "best.pt")
     assert not list(tmp_path.iterdir())
 
 

@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from kgparser.conllu_io import Sentence, parse_conllu, sample_data_path
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 from kgparser.streaming import InputFile, chunked, raw_pieces
-from kgparser.training.checkpoints import checkpoint_data, save_atomic
-from kgparser.training.run import build_model
+from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
+from kgparser.model import Model
 from kgparser.workers import WorkerDied
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_config, tiny_sentences
 
@@ -38,9 +38,9 @@ BAD = "# sent_id = bad\n1\tw1\t_\tA\t_\t_\t_\t_\t_\n\n"  # 9 columns
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     torch.manual_seed(0)
-    model = build_model(tiny_config("arc-hybrid"), tiny_sentences(6, seed=0))
+    model = Model.build(tiny_config("arc-hybrid"), tiny_sentences(6, seed=0))
     path = tmp_path_factory.mktemp("streaming") / "model.pt"
-    save_atomic(checkpoint_data(model, 1, None), path)
+    save_checkpoint(checkpoint_data(model, 1, None), path)
     return path
 
 
@@ -263,7 +263,7 @@ def test_an_encoder_model_moved_since_training_parses_alike_in_workers(corpus, t
     config = config_from_dict({"model": {**TINY_MODEL, "encoder": {"path": str(trained_with), "dim": 8}}})
     torch.manual_seed(0)
     checkpoint = tmp_path / "model.pt"
-    save_atomic(checkpoint_data(build_model(config, tiny_sentences(6, seed=0)), 1, None), checkpoint)
+    save_checkpoint(checkpoint_data(Model.build(config, tiny_sentences(6, seed=0)), 1, None), checkpoint)
     moved = trained_with.rename(tmp_path / "moved")
     source = tmp_path / "in.conllu"  # a long sentence (windows of the encoder) and short ones
     source.write_text("".join(block + "\n\n" for block in corpus.read_text(encoding="utf-8").split("\n\n")[7:40]),

@@ -18,11 +18,12 @@ from kgparser.errors import KgparserError
 from kgparser.evaluation import evaluate
 from kgparser.model import Model
 from kgparser.model.tagger import IGNORED, TAG_CLASS_OFFSET, tag_targets, tagging_loss
-from kgparser.parser import Parser
-from kgparser.plaintext import read_tokenized
-from kgparser.tagging import TagWarning, UntaggedInput, predict_tags
+from kgparser.inference.parser import Parser
+from kgparser.inference.plaintext import read_tokenized
+from kgparser.inference.decode import decode
+from kgparser.inference.tags import TagWarning, UntaggedInput
 from kgparser.training import train
-from kgparser.training.run import build_model
+from kgparser.model import Model
 from kgparser.training.trainer import EpochStats, Trainer
 from kgparser.vocab import Vocabularies
 from test_model import TINY_MODEL, tiny_conllu
@@ -139,7 +140,7 @@ def test_an_old_checkpoint_without_tagger_keys_loads_and_parses_the_same(gold_ch
 @pytest.mark.parametrize("hidden", [0, 7])
 def test_tag_heads_score_every_token_row(hidden):
     sentences = tagged_sentences(5, seed=5)
-    model = build_model(config_from_dict({"model": {**TAGGER_MODEL, "tagger": {**TAGGER_MODEL["tagger"],
+    model = Model.build(config_from_dict({"model": {**TAGGER_MODEL, "tagger": {**TAGGER_MODEL["tagger"],
                                                                                 "hidden": hidden}}}), sentences)
     inputs = model.inputs(sentences)
     scores = model.network.tag_scores(inputs)
@@ -156,7 +157,7 @@ def test_tag_heads_score_every_token_row(hidden):
 def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():
     sentences = tagged_sentences(4, seed=6)
     sentences[1].set_tags({"upos": [None] + sentences[1].upos[1:]})  # a word without gold UPOS
-    model = build_model(config_from_dict({"model": TAGGER_MODEL}), sentences)
+    model = Model.build(config_from_dict({"model": TAGGER_MODEL}), sentences)
     targets = tag_targets(model, sentences)
     starts = np.cumsum([0] + [s.n + 1 for s in sentences[:-1]])
     assert (targets["upos"][starts] == IGNORED).all()  # ROOT rows
@@ -176,7 +177,7 @@ def test_trainer_adds_the_weighted_tagging_loss_per_scored_state():
     sentences = tagged_sentences(4, seed=7)
     config = config_from_dict({"model": {**TAGGER_MODEL, "tagger": {"upos": True, "loss_weight": 0.5},
                                          "tag_input": "soft"}})
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     trainer = Trainer(model, config)
     examples = trainer.examples(sentences)
     scores = model.network.tag_scores(model.inputs(sentences, given_tags=False))
@@ -192,13 +193,13 @@ def test_joint_training_learns_tags_that_follow_the_words():
     sentences = tagged_sentences(30, seed=8)
     config = config_from_dict({"model": TAGGER_MODEL, "training": {"lr": 0.01}})
     torch.manual_seed(0)
-    model = build_model(config, sentences)
+    model = Model.build(config, sentences)
     trainer = Trainer(model, config)
     examples = [e for e in trainer.examples(sentences) if e.buildable]
     rng, np_rng = random.Random(0), np.random.default_rng(0)
     losses = [trainer.train_batch(examples, False, rng, np_rng).tag_loss for _ in range(40)]
     assert losses[-1] < losses[0] / 10
-    predicted = predict_tags(model, sentences)
+    predicted = decode(model, sentences, with_tags=True).tags
     for column in COLUMNS:
         assert [p[column] for p in predicted] == [[v or "_" for v in getattr(s, column)] for s in sentences]
 
@@ -206,7 +207,7 @@ def test_joint_training_learns_tags_that_follow_the_words():
 def test_a_hierarchical_model_reads_given_tags_only_at_parse_time():
     sentences = tagged_sentences(5, seed=10)
     untagged = strip_tags(sentences)
-    model = build_model(config_from_dict({"model": TAGGER_MODEL}), sentences)
+    model = Model.build(config_from_dict({"model": TAGGER_MODEL}), sentences)
     network = model.network.eval()
     assert network.forward_lstms[0].input_size == TINY_MODEL["word_dim"]
     assert network.forward_lstms[1].input_size == 2 * TINY_MODEL["lstm_hidden"] + TINY_MODEL["pos_dim"]
@@ -222,7 +223,7 @@ def test_a_hierarchical_model_reads_given_tags_only_at_parse_time():
 @pytest.mark.parametrize("tag_input, reaches", [("soft", True), ("predicted", False)])
 def test_only_soft_tags_pass_the_parser_loss_to_the_tagger(tag_input, reaches):
     sentences = tagged_sentences(4, seed=11)
-    model = build_model(config_from_dict({"model": {**TAGGER_MODEL, "tag_input": tag_input}}), sentences)
+    model = Model.build(config_from_dict({"model": {**TAGGER_MODEL, "tag_input": tag_input}}), sentences)
     model.network.encode(model.inputs(sentences, given_tags=False)).sum().backward()
     grad = model.network.taggers.heads["upos"].weight.grad
     assert (grad is not None and bool(grad.abs().sum() > 0)) == reaches
@@ -253,7 +254,7 @@ def columns_of(sentences):
 def test_auto_fills_only_what_is_missing_and_never_changes_a_given_column(tagger_checkpoint):
     parser = Parser.load(tagger_checkpoint)
     given = mixed()
-    predicted = predict_tags(parser.model, given)
+    predicted = decode(parser.model, given, with_tags=True).tags
     out = parser.parse(given)
     feats = [None if v == "_" else v for v in predicted[1]["feats"]]  # "_": no features
     assert columns_of(out) == [

@@ -7,7 +7,7 @@ import torch
 import yaml
 
 from kgparser.config import config_from_dict
-from kgparser.parser import Parser
+from kgparser.inference.parser import Parser
 from kgparser.training import TrainingError, train
 from kgparser.training.monitor import Progress
 from test_model import TINY_MODEL, tiny_conllu

@@ -86,7 +86,7 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from ..parser import Parser
+    from ..inference.parser import Parser
     from ..streaming import bound_kernel_cache
 
     bound_kernel_cache()

@@ -36,7 +36,7 @@ arc must carry, or ``None``.  Both take O(1) per transition for arc-eager.
 With ``check_satisfiable=False`` (arc-eager, root at the end) the exact
 satisfiability run is left to the caller's own decoding, which is then the
 test: the filter returns an empty list, or the final state misses the
-constraints, iff no projective tree satisfies them (``kgparser.parser``
+constraints, iff no projective tree satisfies them (``kgparser.inference``
 then drops them, or raises, and decodes the sentence again without them).
 
 ``constrain(system, constraints, n)`` returns the underlying per-sentence

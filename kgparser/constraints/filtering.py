@@ -55,7 +55,7 @@ def constrain(system: TransitionSystem, constraints: Constraints | None, n: int,
 class ConstraintFilter:
     """The constraints of one sentence as a decoding filter for a parser that
     builds states with the plain system and calls :meth:`allowed_actions` in
-    every non-final state it reaches (``kgparser.parser``'s protocol:
+    every non-final state it reaches (``kgparser.inference``'s protocol:
     ``allowed_actions(state, legal)``, ``forced_label(head, dep)``; calling
     the object is ``allowed_actions``).
 

@@ -1,25 +1,28 @@
-"""The parsing model: transition system + vocabularies + network, and its plain-data form.
+"""The parsing model: transition system + vocabularies + network, built, saved and loaded.
 
 :class:`Model` ties the pieces a checkpoint holds: the resolved config, the
-vocabularies, the ordered inventory of labeled transitions (the columns of the
-score matrix), the network weights and the fingerprint of its encoder (whose
-weights stay where they are: :mod:`kgparser.model.encoder`).  What a batch of
-sentences turns into is :attr:`Model.inputs` (:mod:`kgparser.model.inputs`).
+vocabularies, the action inventory (:mod:`kgparser.model.inventory`: the
+columns of the score matrix), the network weights and the fingerprint of its
+encoder (whose weights stay where they are: :mod:`kgparser.model.encoder`).
+What a batch of sentences turns into is :attr:`Model.inputs`
+(:mod:`kgparser.model.inputs`); the checkpoint's layout is
+:mod:`kgparser.model.checkpoint`.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import torch
 
 from ..config import Config, config_from_saved
 from ..errors import KgparserError
 from ..transitions import get_system
 from ..vocab import Vocabularies
+from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_checkpoint
 from .encoder import Encoder, EncoderError, EncoderNotFound
 from .inputs import CharTable, Inputs
+from .inventory import ActionInventory
 from .memory import check_weight_memory
 from .network import SLOTS_PER_POSITION, Network
 from .tagger import TAG_CLASS_OFFSET
@@ -35,72 +38,74 @@ class Model:
         self.system = get_system(config.system.name, **config.system.options)
         self.vocabs = vocabs
         self.ext_words = list(ext_words)
-        self.ext_index = {w: i + 2 for i, w in enumerate(self.ext_words)}
         self.ext_dim = ext_dim if self.ext_words else 0
-        self.actions = list(self.system.actions)
-        self.arc_actions = frozenset(self.system.arc_actions)
-        self.labels = vocabs.labels.items
-        self.transitions, self.action_columns = self._inventory()
-        self.n_positions = len(self.system.feature_names)
-        self.n_slots = self.n_positions * SLOTS_PER_POSITION
-        n_arc = sum(1 for a, label in self.transitions if label is not None)
+        #: the (action, label) columns the network scores
+        self.inventory = ActionInventory(self.system.actions, self.system.arc_actions, vocabs.labels.items)
+        n_positions = len(self.system.feature_names)
+        #: feature rows per state (:mod:`kgparser.model.features`)
+        self.n_slots = n_positions * SLOTS_PER_POSITION
         cfg = config.model
         self.tag_columns = _checked_tag_columns(config, vocabs)
         check_weight_memory(cfg, n_words=len(vocabs.words), n_slots=self.n_slots)
         self.encoder = _encoder(config)
         self.network = Network(cfg, n_words=len(vocabs.words), n_tags=len(vocabs.tags), n_chars=len(vocabs.chars),
                                n_ext=len(self.ext_words) + 2 if self.ext_words else 0, ext_dim=self.ext_dim,
-                               n_positions=self.n_positions, n_actions=len(self.actions), n_arc_transitions=n_arc,
+                               n_positions=n_positions, n_actions=len(self.inventory.actions),
+                               n_arc_transitions=self.inventory.n_arc_columns,
                                tag_classes={c: len(vocabs.tag_columns[c]) - TAG_CLASS_OFFSET for c in self.tag_columns},
                                encoder_states=(self.encoder.n_states, self.encoder.dim) if self.encoder else (0, 0))
+        ext_index = {w: i + 2 for i, w in enumerate(self.ext_words)}
         #: the tensors a batch of sentences turns into: ``model.inputs(sentences, ...)``
-        self.inputs = Inputs(config, vocabs, self.ext_index, self.network, self.encoder)
-        action_id = {a: i for i, a in enumerate(self.actions)}
-        label_cols, next_label = [], 0
-        for action, label in self.transitions:
-            if label is None:
-                label_cols.append(n_arc)
-            else:
-                label_cols.append(next_label)
-                next_label += 1
-        self.transition_action_np = np.array([action_id[a] for a, _ in self.transitions], dtype=np.int64)
-        self.transition_action = torch.from_numpy(self.transition_action_np)
-        self.transition_label = torch.tensor(label_cols, dtype=torch.int64)
-        self.label_id = {label: i for i, label in enumerate(self.labels)}
-        self.action_id = action_id
-        self.arc_action_ids = [action_id[a] for a in self.actions if a in self.arc_actions]
-        #: position of each arc action among the arc actions (its block of label columns)
-        self.arc_slot = {a: k for k, a in enumerate(a for a in self.actions if a in self.arc_actions)}
-        self.arc_action_index = torch.tensor(self.arc_action_ids, dtype=torch.int64)
+        self.inputs = Inputs(config, vocabs, ext_index, self.network, self.encoder)
         self.device = torch.device("cpu")
         #: words in the longest training sentence (set by training; None when unknown),
         #: saved so that the parser can warn about longer input
         self.max_train_length: int | None = None
 
-    def _inventory(self) -> tuple[list[tuple[str, str | None]], dict[str, tuple[int, int]]]:
-        """Labeled transitions in a fixed order: each arc action once per label."""
-        transitions, columns = [], {}
-        for action in self.actions:
-            start = len(transitions)
-            if action in self.arc_actions:
-                transitions.extend((action, label) for label in self.labels)
-            else:
-                transitions.append((action, None))
-            columns[action] = (start, len(transitions))
-        return transitions, columns
+    @classmethod
+    def build(cls, config: Config, train_sentences) -> "Model":
+        """A new model: vocabularies from the training data, pretrained vectors
+        if configured, fresh weights."""
+        vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
+                                             normalize_words=config.model.normalize_words,
+                                             tag_columns=config.model.tagger.columns())
+        pre = config.model.pretrained
+        if not pre.path:
+            return cls(config, vocabs)
+        from .embeddings import read_vectors
+
+        words, vectors = read_vectors(pre.path, vocabs.words.items, pre.max_extra_words)
+        model = cls(config, vocabs, words, vectors.shape[1])
+        if words:
+            model.network.set_pretrained(torch.from_numpy(vectors), pre.freeze)
+        return model
 
     def to(self, device: str | torch.device) -> "Model":
         self.device = torch.device(device)
         self.network.to(self.device)
-        self.transition_action = self.transition_action.to(self.device)
-        self.transition_label = self.transition_label.to(self.device)
-        self.arc_action_index = self.arc_action_index.to(self.device)
+        self.inventory.to(self.device)
         self.inputs.device = self.device
         if self.encoder is not None:
             self.encoder.to(self.device)
         return self
 
-    # -- plain data -----------------------------------------------------------------------
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def save(self, path: str | Path, epoch: int, dev: dict | None, training: dict | None = None) -> None:
+        """Write the checkpoint of this model after ``epoch`` to ``path``, atomically
+        (``training``: what ``--resume`` needs, :mod:`kgparser.model.checkpoint`)."""
+        save_checkpoint(checkpoint_data(self, epoch, dev, training), path)
+
+    @classmethod
+    def load(cls, path: str | Path, encoder: str | Path | None = None) -> "Model":
+        """The model of checkpoint ``path`` (on the CPU); ``encoder``: see :meth:`from_data`."""
+        data = load_checkpoint(path)
+        try:
+            return cls.from_data(data["model"], encoder=encoder)
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{path}: inconsistent checkpoint: {exc}") from None
+        except EncoderError as error:
+            raise type(error)(f"{path}: {error}") from None
 
     def to_data(self) -> dict:
         """Plain data: config, vocabularies, inventories and CPU weights (no pickled objects)."""
@@ -109,8 +114,7 @@ class Model:
             "vocabs": self.vocabs.to_data(),
             "ext_words": self.ext_words,
             "ext_dim": self.ext_dim,
-            "actions": self.actions,
-            "transitions": [[a, label] for a, label in self.transitions],
+            **self.inventory.to_data(),
             "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
             "max_train_length": self.max_train_length,
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder else None,
@@ -129,8 +133,7 @@ class Model:
             raise EncoderNotFound(f"{error}; give the place of the encoder the model was trained with: "
                                   f"--encoder PATH (Parser.load(..., encoder=PATH))") from None
         _check_fingerprint(model.encoder, data.get("encoder_fingerprint"))
-        if list(model.actions) != list(data["actions"]) or \
-                [[a, label] for a, label in model.transitions] != [list(t) for t in data["transitions"]]:
+        if not model.inventory.matches(data):
             raise ValueError("the checkpoint's action inventory differs from the transition system's")
         model.network.load_state_dict(data["weights"])
         model.max_train_length = data.get("max_train_length")  # absent from older checkpoints

@@ -1,24 +1,47 @@
-"""Reading a checkpoint back: plain data (``torch.load(weights_only=True)``),
-its format checked, its weights finite.
+"""Checkpoints: plain data, written atomically and read back checked.
 
-The writing side, and the layout of the dict, are in
-:mod:`kgparser.training.checkpoints`.
+A checkpoint is a dict of strings, numbers, lists, dicts and tensors, loadable
+with ``torch.load(path, weights_only=True)``::
+
+    format            "kgparser-checkpoint"
+    format_version    1
+    kgparser_version  "0.1.0"
+    model             Model.to_data(): config, vocabs, ext_words, ext_dim,
+                      actions, transitions [[action, label|None], ...], weights,
+                      max_train_length, encoder_fingerprint
+    epoch             completed epochs
+    dev               {"uas": .., "las": ..} of this model (None without dev data)
+    training          (last.pt only) optimizer state, torch RNG state,
+                      best_las, best_epoch, and with ``training.ema_decay``
+                      ``average``: the trained weights (the model's weights
+                      are then their moving average) and the update count:
+                      what --resume needs
+
+Reading checks the format and that the weights are finite; writing goes
+through a temporary file renamed over the target.
 """
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 import warnings
 from pathlib import Path
 
 import torch
 
-from ..atomic import os_error_message
+from .. import __version__
+from ..atomic import WriteError, atomic_path, os_error_message
 from ..errors import KgparserError
 
-__all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "CheckpointError", "load_checkpoint"]
+__all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "CheckpointError", "checkpoint_data", "load_checkpoint",
+           "save_checkpoint"]
 
 CHECKPOINT_FORMAT = "kgparser-checkpoint"
 CHECKPOINT_VERSION = 1
 NOT_A_CHECKPOINT = "not a kgparser checkpoint, or damaged"
+#: free bytes under which a failed checkpoint write is reported as a full disk
+_FULL_DISK_MARGIN = 64 * 2 ** 20
 
 
 class CheckpointError(KgparserError):
@@ -67,3 +90,32 @@ def _check_finite_weights(path: Path, data: dict) -> None:
         if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise CheckpointError(f"{path}: the weights are not finite ({name} holds NaN or inf): the checkpoint "
                                   f"is damaged, e.g. by diverged training; retrain with a lower learning rate")
+
+
+def checkpoint_data(model, epoch: int, dev: dict | None, training: dict | None = None) -> dict:
+    """The checkpoint dict of ``model`` after ``epoch`` (see the module docstring)."""
+    data = {
+        "format": CHECKPOINT_FORMAT,
+        "format_version": CHECKPOINT_VERSION,
+        "kgparser_version": __version__,
+        "model": model.to_data(),
+        "epoch": epoch,
+        "dev": dev,
+    }
+    if training is not None:
+        data["training"] = training
+    return data
+
+
+def save_checkpoint(data: dict, path: str | Path) -> None:
+    """Write to a temporary file in the same folder, then rename over ``path``
+    (:func:`kgparser.atomic.atomic_path`).  torch reports a full disk as a
+    RuntimeError from its zip writer, which says nothing of disk space, so the
+    free space is checked to name the cause."""
+    with atomic_path(path) as temporary:
+        try:
+            torch.save(data, temporary)
+        except RuntimeError as error:
+            if shutil.disk_usage(temporary.parent).free < _FULL_DISK_MARGIN:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from error
+            raise WriteError(f"cannot write {path}: {error}") from error

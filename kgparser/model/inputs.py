@@ -189,7 +189,7 @@ class Inputs:
     def char_table(self, sentences: Sequence, group: int = 1024) -> CharTable:
         """The character vectors of every distinct form of ``sentences`` (and of ROOT),
         each computed once however many batches read it (at parse time, see
-        :func:`kgparser.decoding.decode`), up to ``group`` forms of one length at a time."""
+        :func:`kgparser.inference.decode.decode`), up to ``group`` forms of one length at a time."""
         # sorted in full, not in set order: string hashes, and so the groups, change with each process
         forms = sorted({form for sentence in sentences for form in sentence.forms} | {ROOT_FORM},
                        key=lambda form: (_char_count(form), form))

@@ -249,12 +249,12 @@ class Network(nn.Module):
             return self.action_out(hidden[:, :self.label_half]), self.label_out(hidden[:, self.label_half:])
         return self.action_out(hidden), self.label_out(hidden)
 
-    def scores(self, hidden: torch.Tensor, transition_action: torch.Tensor,
-               transition_label: torch.Tensor) -> torch.Tensor:
-        """Score of every labeled transition: action score + (for arcs) labeled score."""
+    def scores(self, hidden: torch.Tensor, column_action: torch.Tensor, column_label: torch.Tensor) -> torch.Tensor:
+        """Score of every labeled transition (the columns of
+        :class:`~kgparser.model.inventory.ActionInventory`): action score + (for arcs) labeled score."""
         actions, labels = self.head_scores(hidden)
         labels = torch.cat([labels, labels.new_zeros(labels.shape[0], 1)], dim=1)
-        return actions.index_select(1, transition_action) + labels.index_select(1, transition_label)
+        return actions.index_select(1, column_action) + labels.index_select(1, column_label)
 
 
 def _token_rows(padded: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:

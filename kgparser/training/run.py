@@ -27,10 +27,8 @@ from ..locking import training_lock
 from ..model import Model
 from ..model.tagger import TAG_COLUMNS
 from ..model.checkpoint import load_checkpoint
-from ..vocab import Vocabularies
 from . import distributed
 from ..run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
-from .checkpoints import checkpoint_data, save_atomic
 from .distributed import World, world_from_environment
 from .monitor import MetricsFile, Progress, TensorBoard, flatten
 from .trainer import Diverged, EpochStats, Trainer
@@ -77,23 +75,6 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
     return sentences
 
 
-def build_model(config: Config, train_sentences) -> Model:
-    """Vocabularies from the training data, pretrained vectors if configured, fresh weights."""
-    vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
-                                         normalize_words=config.model.normalize_words,
-                                         tag_columns=config.model.tagger.columns())
-    pre = config.model.pretrained
-    if pre.path:
-        from ..model.embeddings import read_vectors
-
-        words, vectors = read_vectors(pre.path, vocabs.words.items, pre.max_extra_words)
-        model = Model(config, vocabs, words, vectors.shape[1])
-        if words:
-            model.network.set_pretrained(torch.from_numpy(vectors), pre.freeze)
-        return model
-    return Model(config, vocabs)
-
-
 def _setup_torch(config: Config) -> None:
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -106,7 +87,7 @@ def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """UAS and LAS, and the accuracy of each column the model's tagger predicts, with
     those columns removed from the input first (as users' text comes)."""
     from ..evaluation import evaluate
-    from ..tagging import parse_untagged
+    from ..inference.tags import parse_untagged
 
     scores = evaluate(sentences, parse_untagged(model, sentences, batch_size), nonprojective=False)
     return {"uas": scores.uas, "las": scores.las, **{c: scores.tag_accuracy(c) for c in model.tag_columns}}
@@ -200,7 +181,7 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
     log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
         f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
         f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
-        f"{len(model.labels)} labels, {len(model.transitions)} transitions"
+        f"{len(model.inventory.labels)} labels, {len(model.inventory.columns)} transitions"
         + (f"; {world.size} processes, {cfg.batch_size} sentences per batch each" if world.distributed else ""))
     try:
         for epoch in range(start_epoch, cfg.epochs):
@@ -252,7 +233,7 @@ def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: Wo
             log(f"note: {last} was trained by {trained_by} process(es), resumed by {world.size}: "
                 f"the data order differs from an uninterrupted run from here on")
     else:
-        model = build_model(config, train_sentences)
+        model = Model.build(config, train_sentences)
     model.max_train_length = max((s.n for s in train_sentences), default=None)
     model.to(config.device)
     if world.distributed:
@@ -336,12 +317,12 @@ def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict
         metrics.write(record)
         if best_las is None or dev is None or dev["las"] > best_las:
             best_las, best_epoch = (dev["las"] if dev else None), epoch
-            save_atomic(checkpoint_data(model, epoch, dev), out / BEST)
+            model.save(out / BEST, epoch, dev)
         training_state = {"optimizer": trainer.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
                           "best_las": best_las, "best_epoch": best_epoch, "world_size": world.size}
         if average_state is not None:
             training_state["average"] = average_state
-        save_atomic(checkpoint_data(model, epoch, dev, training_state), out / LAST)
+        model.save(out / LAST, epoch, dev, training_state)
     return best_las, best_epoch
 
 
@@ -423,5 +404,5 @@ def _epoch_line(record: dict) -> str:
 
 
 def _test_scores(config: Config, out: Path, test_sentences) -> dict:
-    model = Model.from_data(load_checkpoint(out / BEST)["model"], encoder=config.model.encoder.path).to(config.device)
+    model = Model.load(out / BEST, encoder=config.model.encoder.path).to(config.device)
     return _scores(model, test_sentences)

@@ -3,8 +3,9 @@
 
 One batch: the BiLSTM reads all sentences at once and every first-layer slot
 projection is computed once (:meth:`Network.project`); the parser states then
-advance in lock-step, the states with a choice being scored together by one
-MLP call per step on detached projections.  Each state's hinge term
+advance in lock-step (:class:`~kgparser.stepper.Stepper`, shared with the
+decoder), the states with a choice being scored together by one MLP call per
+step on detached projections (:class:`_Teacher` decides for them).  Each state's hinge term
 ``max(0, margin - best correct + best wrong)`` is recorded where positive, and
 one final MLP call with gradients over the recorded states gives the batch
 loss (identical to summing the per-step losses, with a single backward).
@@ -34,7 +35,7 @@ from ..config import Config
 from ..errors import KgparserError
 from ..model import Model
 from ..model.tagger import tag_targets, tagging_loss
-from ..model.features import flat_rows, state_rows
+from ..stepper import Step, Stepper
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
@@ -129,18 +130,14 @@ class Trainer:
         #: averages the gradients over processes between backward and the step, told
         #: each batch's inputs first (:class:`~kgparser.training.distributed.GradientAverager`)
         self.synchronize = None
-        n_transitions = len(model.transitions)
-        self.static_columns = np.zeros(n_transitions, dtype=bool)
-        for action in self.system.static_actions:
-            if action in model.action_columns:
-                first, stop = model.action_columns[action]
-                self.static_columns[first:stop] = True
+        #: the columns of the system's ``static_actions`` (``static-dynamic`` training)
+        self.static_columns = model.inventory.mask(self.system.static_actions)
 
     # -- data -------------------------------------------------------------------------------
 
     def examples(self, sentences: Sequence) -> list[Example]:
         """Gold trees as label ids, with whether the system can build them."""
-        label_id = self.model.label_id
+        label_id = self.model.inventory.label_id
         examples = []
         for sentence in sentences:
             heads = list(sentence.heads)
@@ -162,10 +159,12 @@ class Trainer:
         vectors, tag_scores = network.encode_all(inputs)
         projected = network.project(vectors)
         oracles = [self._oracle(e) for e in examples]
-        hinges = _HingeTerms()
-        self._advance(examples, oracles, inputs, projected.detach(), explore, rng, hinges, stats)
+        stepper = Stepper(model, [e.sentence for e in examples])
+        teacher = _Teacher(self, stepper, examples, oracles, explore, rng, stats)
+        stepper.run(teacher, projected.detach(), inputs["offsets"], inputs["pad_row"])
+        stats.transitions += stepper.transitions
         stats.oracle_fallbacks = sum(getattr(oracle.dynamic, "fallbacks", 0) for oracle in oracles if oracle.dynamic)
-        loss = self._batch_loss(projected, hinges, stats)
+        loss = self._batch_loss(projected, teacher.hinges, stats)
         self._update(self._with_tagging_loss(loss, tag_scores, examples, stats))
         return stats
 
@@ -176,86 +175,6 @@ class Trainer:
         static = self.system.static_oracle(example.heads) if mode in (STATIC, STATIC_DYNAMIC) else None
         dynamic = self.system.dynamic_oracle(example.heads) if mode != STATIC else None
         return _SentenceOracle(mode, static, dynamic)
-
-    def _advance(self, examples: Sequence[Example], oracles: list["_SentenceOracle"], inputs: dict,
-                 detached: torch.Tensor, explore: bool, rng: random.Random, hinges: "_HingeTerms",
-                 stats: EpochStats) -> None:
-        """Run every sentence's parser state to its end in lock-step, recording the
-        hinge terms of the states with a choice (scored by one MLP call per step)."""
-        system = self.system
-        states = [system.initial_state(e.sentence.n) for e in examples]
-        live = [i for i, s in enumerate(states) if not system.is_final(s)]
-        while live:
-            step = self._step(live, states, oracles, examples, inputs, stats)
-            if step.scored:
-                choice = self._compare(detached, step, hinges, stats)
-                self._follow(step, choice, states, oracles, explore, rng, stats)
-            live = [i for i in live if not system.is_final(states[i])]
-
-    def _step(self, live: list[int], states: list, oracles: list["_SentenceOracle"],
-              examples: Sequence[Example], inputs: dict, stats: EpochStats) -> "_Step":
-        """The live states with a choice and their correct transitions; states with
-        one legal action that builds no arc take it without being scored."""
-        system, model = self.system, self.model
-        step = _Step()
-        for i in live:
-            state = states[i]
-            legal = system.legal_actions(state)
-            stats.transitions += 1
-            if len(legal) == 1 and legal[0] not in model.arc_actions:
-                system.apply(state, legal[0])
-                continue
-            started = time.perf_counter()
-            correct, follow = self._correct_columns(state, oracles[i], examples[i])
-            stats.oracle_seconds += time.perf_counter() - started
-            step.scored.append(i)
-            step.legal.append(legal)
-            step.correct.append(correct)
-            step.follow.append(follow)
-            state_rows(model, state, inputs["offsets"][i], inputs["pad_row"], step.rows)
-        return step
-
-    def _compare(self, detached: torch.Tensor, step: "_Step", hinges: "_HingeTerms",
-                 stats: EpochStats) -> "_Choice":
-        """Score the step's states without gradients; record the hinge terms above zero."""
-        model, network = self.model, self.model.network
-        count = len(step.scored)
-        step_rows = flat_rows(model, step.rows, count)
-        with torch.no_grad():
-            scores = network.scores(network.hidden(detached, step_rows), model.transition_action,
-                                    model.transition_label).cpu().numpy()
-        if not np.isfinite(scores).all():
-            raise Diverged("the model's transition scores are not finite (NaN or inf)")
-        legal_actions = np.array([[a in legal for a in model.actions] for legal in step.legal], dtype=bool)
-        correct_mask = np.zeros((count, len(model.transitions)), dtype=bool)
-        correct_mask[[j for j, cols in enumerate(step.correct) for _ in cols],
-                     [c for cols in step.correct for c in cols]] = True
-        choice = _Choice(scores, legal_actions[:, model.transition_action_np], correct_mask)
-        violated = np.flatnonzero(choice.has_wrong & (self.config.training.margin - choice.correct_score
-                                                      + choice.wrong_score > 0))
-        if len(violated):
-            hinges.add(step_rows, violated, choice)
-        stats.scored += count
-        return choice
-
-    def _follow(self, step: "_Step", choice: "_Choice", states: list, oracles: list["_SentenceOracle"],
-                explore: bool, rng: random.Random, stats: EpochStats) -> None:
-        """Apply each scored state's transition: the oracle's where it fixes one, else
-        the best-scored correct one or, exploring, the exploration policy's pick."""
-        for j, i in enumerate(step.scored):
-            column = step.follow[j]
-            if column < 0:
-                column = int(choice.best_correct[j])
-                mode = oracles[i].mode
-                if explore and mode != STATIC and choice.has_wrong[j]:
-                    wrong, w_score = int(choice.best_wrong[j]), float(choice.wrong_score[j])
-                    if mode == STATIC_DYNAMIC and self.static_columns[wrong]:
-                        wrong, w_score = self._best_non_static(choice.scores[j], choice.wrong_mask[j])
-                    column = self.policy.choose(column, float(choice.correct_score[j]), wrong, w_score, rng)
-            if not choice.correct_mask[j, column]:
-                stats.wrong_followed += 1
-            action, label = self.model.transitions[column]
-            self.system.apply(states[i], action, label)
 
     def _update(self, loss: torch.Tensor | None) -> None:
         """One optimizer step on ``loss`` (none without a loss, unless the
@@ -274,11 +193,6 @@ class Trainer:
         if self.average is not None:
             self.average.update()
 
-    def _best_non_static(self, scores: np.ndarray, wrong_mask: np.ndarray) -> tuple[int, float]:
-        candidates = np.where(wrong_mask & ~self.static_columns, scores, -np.inf)
-        column = int(candidates.argmax())
-        return (column, float(candidates[column])) if math.isfinite(candidates[column]) else (-1, 0.0)
-
     def _batch_loss(self, projected: torch.Tensor, hinges: "_HingeTerms", stats: EpochStats) -> torch.Tensor | None:
         """Sum of the recorded hinge terms, recomputed with gradients in one MLP call,
         divided by the number of scored states."""
@@ -287,7 +201,8 @@ class Trainer:
         network, model = self.model.network, self.model
         rows = torch.cat([step_rows.index_select(0, torch.from_numpy(which).to(step_rows.device))
                           for step_rows, which in hinges.pending])
-        scores = network.scores(network.hidden(projected, rows), model.transition_action, model.transition_label)
+        inventory = model.inventory
+        scores = network.scores(network.hidden(projected, rows), inventory.column_action, inventory.column_label)
         index = torch.arange(len(hinges.correct), device=scores.device)
         correct_t = torch.tensor(hinges.correct, device=scores.device)
         wrong_t = torch.tensor(hinges.wrong, device=scores.device)
@@ -317,34 +232,6 @@ class Trainer:
         weighted = self.config.model.tagger.loss_weight * total / max(stats.scored, 1)
         return weighted if loss is None else loss + weighted
 
-    def _correct_columns(self, state, oracle: "_SentenceOracle", example: Example) -> tuple[list[int], int]:
-        """Columns of the correct transitions and, when the oracle fixes it, the one to follow (else -1)."""
-        columns = self.model.action_columns
-        mode, static, dynamic = oracle.mode, oracle.static, oracle.dynamic
-        if mode == STATIC:
-            action = static.next_action(state)
-            column = self._column(state, action, example)
-            return [column], column
-        if mode == STATIC_DYNAMIC:
-            action = static.next_action(state)
-            if action in self.system.static_actions:
-                column = self._column(state, action, example)
-                return [column], column
-            costs = dynamic.costs(state)
-            costs = {a: c for a, c in costs.items() if a not in self.system.static_actions} or costs
-        else:
-            costs = dynamic.costs(state)
-        least = min(costs.values())
-        return [self._column(state, a, example) for a, c in costs.items() if c == least and a in columns], -1
-
-    def _column(self, state, action: str, example: Example) -> int:
-        first, _ = self.model.action_columns[action]
-        if action in self.model.arc_actions:
-            _, dependent = self.system.arc_of(state, action)
-            return first + max(example.labels[dependent], 0)
-        return first
-
-
 
 @dataclass
 class _SentenceOracle:
@@ -355,17 +242,107 @@ class _SentenceOracle:
     dynamic: object
 
 
-@dataclass
-class _Step:
-    """The states of one lock-step that have a choice: their batch indices, legal
-    actions, correct columns, the column the oracle fixes (-1: none) and their
-    feature rows."""
+class _Teacher:
+    """Decides for the trainer's stepper (:class:`~kgparser.stepper.Chooser`):
+    the correct columns of each state with a choice, the hinge terms of the
+    states whose best correct transition does not beat the best wrong one by
+    the margin, and the transition followed: the oracle's where it fixes one,
+    else the best-scored correct one or, exploring, the exploration policy's pick."""
 
-    scored: list[int] = field(default_factory=list)
-    legal: list[list[str]] = field(default_factory=list)
-    correct: list[list[int]] = field(default_factory=list)
-    follow: list[int] = field(default_factory=list)
-    rows: list = field(default_factory=list)
+    def __init__(self, trainer: Trainer, stepper: Stepper, examples: Sequence[Example],
+                 oracles: list["_SentenceOracle"], explore: bool, rng: random.Random, stats: EpochStats):
+        self.trainer, self.stepper, self.examples, self.oracles = trainer, stepper, examples, oracles
+        self.explore, self.rng, self.stats = explore, rng, stats
+        self.inventory, self.system = trainer.model.inventory, trainer.system
+        self.hinges = _HingeTerms()
+        #: per scored state of the current step: its correct columns and the column the oracle fixes (-1: none)
+        self.correct: list[list[int]] = []
+        self.follow: list[int] = []
+
+    def consider(self, step: Step, i: int, state, legal: list[str]) -> None:
+        started = time.perf_counter()
+        correct, follow = self._correct_columns(state, self.oracles[i], self.examples[i])
+        self.stats.oracle_seconds += time.perf_counter() - started
+        self.correct.append(correct)
+        self.follow.append(follow)
+
+    def decide(self, step: Step, rows: torch.Tensor, hidden: torch.Tensor) -> None:
+        choice = self._compare(step, rows, hidden)
+        self._follow(step, choice)
+        self.correct, self.follow = [], []
+
+    def stuck(self, i: int, state) -> None:
+        raise RuntimeError(f"{self.system!r}: a non-final state has no legal action")
+
+    def restarts(self, i: int) -> bool:
+        return False
+
+    def _compare(self, step: Step, rows: torch.Tensor, hidden: torch.Tensor) -> "_Choice":
+        """Score the step's states without gradients; record the hinge terms above zero."""
+        inventory, network, count = self.inventory, self.trainer.model.network, len(step.scored)
+        with torch.no_grad():
+            scores = network.scores(hidden, inventory.column_action, inventory.column_label).cpu().numpy()
+        if not np.isfinite(scores).all():
+            raise Diverged("the model's transition scores are not finite (NaN or inf)")
+        legal_actions = np.array([[a in legal for a in inventory.actions] for legal in step.legal], dtype=bool)
+        correct_mask = np.zeros((count, len(inventory.columns)), dtype=bool)
+        correct_mask[[j for j, cols in enumerate(self.correct) for _ in cols],
+                     [c for cols in self.correct for c in cols]] = True
+        choice = _Choice(scores, legal_actions[:, inventory.column_action_np], correct_mask)
+        violated = np.flatnonzero(choice.has_wrong & (self.trainer.config.training.margin - choice.correct_score
+                                                      + choice.wrong_score > 0))
+        if len(violated):
+            self.hinges.add(rows, violated, choice)
+        self.stats.scored += count
+        return choice
+
+    def _follow(self, step: Step, choice: "_Choice") -> None:
+        """Apply each scored state's transition (see the class docstring)."""
+        for j, i in enumerate(step.scored):
+            column = self.follow[j]
+            if column < 0:
+                column = int(choice.best_correct[j])
+                mode = self.oracles[i].mode
+                if self.explore and mode != STATIC and choice.has_wrong[j]:
+                    wrong, w_score = int(choice.best_wrong[j]), float(choice.wrong_score[j])
+                    if mode == STATIC_DYNAMIC and self.trainer.static_columns[wrong]:
+                        wrong, w_score = self._best_non_static(choice.scores[j], choice.wrong_mask[j])
+                    column = self.trainer.policy.choose(column, float(choice.correct_score[j]), wrong, w_score,
+                                                        self.rng)
+            if not choice.correct_mask[j, column]:
+                self.stats.wrong_followed += 1
+            self.stepper.apply(i, *self.inventory.columns[column])
+
+    def _best_non_static(self, scores: np.ndarray, wrong_mask: np.ndarray) -> tuple[int, float]:
+        candidates = np.where(wrong_mask & ~self.trainer.static_columns, scores, -np.inf)
+        column = int(candidates.argmax())
+        return (column, float(candidates[column])) if math.isfinite(candidates[column]) else (-1, 0.0)
+
+    def _correct_columns(self, state, oracle: "_SentenceOracle", example: Example) -> tuple[list[int], int]:
+        """Columns of the correct transitions and, when the oracle fixes it, the one to follow (else -1)."""
+        columns, system = self.inventory.action_columns, self.system
+        mode, static, dynamic = oracle.mode, oracle.static, oracle.dynamic
+        if mode == STATIC:
+            column = self._column(state, static.next_action(state), example)
+            return [column], column
+        if mode == STATIC_DYNAMIC:
+            action = static.next_action(state)
+            if action in system.static_actions:
+                column = self._column(state, action, example)
+                return [column], column
+            costs = dynamic.costs(state)
+            costs = {a: c for a, c in costs.items() if a not in system.static_actions} or costs
+        else:
+            costs = dynamic.costs(state)
+        least = min(costs.values())
+        return [self._column(state, a, example) for a, c in costs.items() if c == least and a in columns], -1
+
+    def _column(self, state, action: str, example: Example) -> int:
+        """The column of ``action`` with, for an arc, the gold label of its dependent."""
+        if action in self.inventory.arc_actions:
+            _, dependent = self.system.arc_of(state, action)
+            return self.inventory.column(action, max(example.labels[dependent], 0))
+        return self.inventory.column(action)
 
 
 class _Choice:

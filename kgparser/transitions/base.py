@@ -206,7 +206,7 @@ class TransitionSystem:
         """Feature positions of a configuration, near ``state`` (a final state), in
         which arc action ``action`` adds ``head -> dep``, as ``(positions, action)``;
         ``None`` where the system cannot say (the default).  The decoder scores these
-        to attach the words a final state leaves loose (:mod:`kgparser.tree_repair`,
+        to attach the words a final state leaves loose (:mod:`kgparser.inference.tree_repair`,
         ``decoding.root_choice: scored``); ``head`` 0 asks for a root arc."""
         return None
 

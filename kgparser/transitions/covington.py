@@ -144,7 +144,7 @@ class Covington(TransitionSystem):
     #: λ2, i.e. the nearest word between the focus words; empty when adjacent)
     feature_names = ("l1_0", "l1_1", "l2_0", "b0", "b1")
     #: adds no arc and only moves ``i``: the decoder scores a run of it ahead
-    #: (:meth:`chain_features`, :mod:`kgparser.decoding`)
+    #: (:meth:`chain_features`, :mod:`kgparser.inference.decode`)
     chain_action = NO_ARC
 
     def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,

@@ -31,10 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import torch
-
-from .errors import KgparserError
-from .model.tagger import best_tags
+from ..errors import KgparserError
 
 TAG_MODES = ("auto", "input", "predict")
 
@@ -49,7 +46,7 @@ class TagWarning(UserWarning):
 
 @dataclass
 class TagReport:
-    """What the last :meth:`~kgparser.parser.Parser.parse` did with the tags."""
+    """What the last :meth:`~kgparser.inference.parser.Parser.parse` did with the tags."""
 
     mode: str = "auto"
     words: int = 0
@@ -79,7 +76,7 @@ class TagReport:
 class TagPlan:
     """What the decoder reads and which predicted tags go where (:func:`plan_tags`).
     The tags are predicted in the decoder's own BiLSTM pass
-    (``decode(..., tags=...)``): the tagger reads layers that do not depend on
+    (``decode(..., with_tags=True)``): the tagger reads layers that do not depend on
     the tags the parser reads, so one pass gives both."""
 
     #: the sentences the decoder reads: the input itself, or copies holding other tags
@@ -88,10 +85,19 @@ class TagPlan:
     #: per predicted column, per sentence, which words get a predicted tag; None: none do
     gaps: dict | None = None
 
-    def fill(self, sentences: list, predicted: list) -> None:
-        """Write the decoder's ``predicted`` tags (one dict per sentence) into the gaps."""
-        for i, (sentence, tags) in enumerate(zip(sentences, predicted)):
-            _fill_missing(sentence, tags, {column: masks[i] for column, masks in self.gaps.items()}, self.report)
+    @property
+    def predicts(self) -> bool:
+        """Whether the decoder is to predict tags (``decode(..., with_tags=...)``)."""
+        return self.gaps is not None
+
+    def fill(self, sentences: list, predicted: list | None) -> TagReport:
+        """Write the decoder's ``predicted`` tags (one dict per sentence; None
+        when it predicted none) into the gaps; returns the report."""
+        if self.gaps is not None:
+            for i, (sentence, tags) in enumerate(zip(sentences, predicted)):
+                _fill_missing(sentence, tags, {column: masks[i] for column, masks in self.gaps.items()},
+                              self.report)
+        return self.report
 
 
 def plan_tags(model, sentences: list, mode: str = "auto") -> TagPlan:
@@ -113,20 +119,6 @@ def plan_tags(model, sentences: list, mode: str = "auto") -> TagPlan:
     return TagPlan(decoder_input, report, {column: gaps[column] for column in model.tag_columns})
 
 
-def parse_tagged(model, sentences: list, mode: str = "auto", batch_size: int = 64, **decode_options) -> tuple:
-    """Trees of ``sentences`` (as :func:`~kgparser.decoding.decode` gives them),
-    with the missing tags predicted and written in the same pass; returns
-    ``(trees, TagReport)``.  ``decode_options``: constraints and friends."""
-    from .decoding import decode
-
-    plan = plan_tags(model, sentences, mode)
-    predicted = [None] * len(sentences) if plan.gaps else None
-    trees = decode(model, plan.decoder_input, batch_size, tags=predicted, **decode_options)
-    if predicted is not None:
-        plan.fill(sentences, predicted)
-    return trees, plan.report
-
-
 def _check_mode(model, mode: str) -> None:
     if mode not in TAG_MODES:
         raise KgparserError(f"tags: expected one of {', '.join(TAG_MODES)}, got {mode!r}")
@@ -134,35 +126,19 @@ def _check_mode(model, mode: str) -> None:
         raise KgparserError("--tags predict: this model has no tagger (train one with model.tagger.upos: true)")
 
 
-def predict_tags(model, sentences: Sequence, batch_size: int = 64) -> list[dict[str, list[str]]]:
-    """The joint tagger's best tag for every word of every sentence, per predicted
-    column (sentences of similar length batched together, as the decoder does)."""
-    network = model.network
-    was_training = network.training
-    network.eval()
-    results: list = [None] * len(sentences)
-    order = sorted(range(len(sentences)), key=lambda i: sentences[i].n)
-    try:
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                chosen = order[start:start + batch_size]
-                batch = [sentences[i] for i in chosen]
-                for i, tags in zip(chosen, best_tags(model, network.tag_scores(model.inputs(batch)), batch)):
-                    results[i] = tags
-    finally:
-        network.train(was_training)
-    return results
-
-
 def parse_untagged(model, sentences: Sequence, batch_size: int = 64) -> list:
     """Copies of gold ``sentences`` parsed as a user's text would be: the columns the
     model predicts are removed, then predicted (a model without a tagger parses the
     copies as they are).  What training reports on dev and test data."""
+    from .decode import decode
+
     copies = [s.copy() for s in sentences]
     for sentence in copies:
         sentence.set_tags({column: [None] * sentence.n for column in model.tag_columns})
-    trees, _ = parse_tagged(model, copies, "auto", batch_size)
-    for sentence, (heads, labels) in zip(copies, trees):
+    plan = plan_tags(model, copies, "auto")
+    decoded = decode(model, plan.decoder_input, batch_size, with_tags=plan.predicts)
+    plan.fill(copies, decoded.tags)
+    for sentence, (heads, labels) in zip(copies, decoded.trees):
         sentence.set_tree(heads, labels)
     return copies
 
@@ -195,7 +171,7 @@ def _check_input_tags(model, report: TagReport, strict: bool) -> None:
             f"model.tagger.{column}: true with model.tag_input: predicted (as configs/quickstart.yaml does), "
             f"or one that reads no tags: model.pos_dim: 0 (--tags input parses with unknown tags anyway)")
     warnings.warn(f"{missing} of {report.words} words have no {column.upper()} tag; the model reads them "
-                  f"as unknown tags", TagWarning, stacklevel=5)
+                  f"as unknown tags", TagWarning, stacklevel=4)
 
 
 def _parser_view(sentence, column: str, mode: str):

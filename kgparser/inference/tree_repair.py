@@ -5,7 +5,7 @@ attaches them to the root, DESIGN.md), several words on the root, or, with a
 decoding constraint that misbehaves, a cycle.  UD wants exactly one root word
 labeled ``root``; the papers' CoNLL-X data allowed several.  Which of the loose
 words (headless, or attached to the root) becomes the root, and where the
-others go, is ``model.root_choice`` (:data:`ROOT_CHOICES`):
+others go, is ``decoding.root_choice`` (:data:`ROOT_CHOICES`):
 
 * ``first``: the leftmost loose word is the root (a word the model attached to
   the root with the label ``root`` comes first), the others hang from it;
