@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT, ArcEager, ArcEagerState
 from ..transitions.base import NO_HEAD, ROOT
-from .forest import _covering_arc_ends, _rightmost_reached
+from .forest import covering_arc_ends, rightmost_reached
 from .records import FREE, NONE_OUTSIDE, SPAN_ROOT_ONLY
 from .system import ConstrainedSystem
 
@@ -98,9 +98,9 @@ class ConstrainedArcEager(ConstrainedSystem):
             self.span_of[s.first:s.last + 1] = [i] * (s.last + 1 - s.first)
         self.preset_roots = self._roots_from_arcs()
         inner = {a.dep for a in constraints.arcs if a.head > 0}  # words with a head among words
-        self.reach_right = _rightmost_reached(heads, self._fixed_span_ends(), inner)
+        self.reach_right = rightmost_reached(heads, self._fixed_span_ends(), inner)
         self.root_possible = self._possible_span_roots()
-        self.cover_end = _covering_arc_ends(heads, inner)
+        self.cover_end = covering_arc_ends(heads, inner)
         self.outside_head_slots = self._count_outside_head_slots()
         self._find_word_tables()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 
-def _rightmost_reached(heads: Sequence[int], own: Sequence[int], deps: Iterable[int]) -> list[int]:
+def rightmost_reached(heads: Sequence[int], own: Sequence[int], deps: Iterable[int]) -> list[int]:
     """For each word, the rightmost of ``own[w]`` over the words ``w`` of its
     subtree in the (acyclic) constraint forest ``heads``, whose words with a
     head among words are ``deps``."""
@@ -38,7 +38,7 @@ def _depths(heads: Sequence[int], deps: Iterable[int]) -> list[int]:
     return depth
 
 
-def _covering_arc_ends(heads: Sequence[int], deps: Iterable[int]) -> list[int]:
+def covering_arc_ends(heads: Sequence[int], deps: Iterable[int]) -> list[int]:
     """For each word, the right end of the innermost constrained arc strictly
     over it (the root counts as position ``n + 1``; ``n + 1`` if none): a word
     under an arc is dominated by the arc's head, so a head it takes from the

@@ -7,7 +7,7 @@ from typing import Mapping
 
 from ..yaml_text import read_text_file
 from .records import ConstraintError
-from .sentence import Constraints, _is_int
+from .sentence import Constraints, is_int
 
 
 class ConstraintTable(dict):
@@ -79,7 +79,7 @@ def _record_constraints(record, where: str) -> tuple[list, Constraints]:
 def _record_keys(record: Mapping, where: str) -> list:
     if "sent_id" in record and not isinstance(record["sent_id"], str):
         raise ConstraintError(f"{where}: sent_id must be a string")
-    if "index" in record and (not _is_int(record["index"]) or record["index"] < 0):
+    if "index" in record and (not is_int(record["index"]) or record["index"] < 0):
         raise ConstraintError(f"{where}: index must be a non-negative integer")
     keys = [record[name] for name in ("sent_id", "index") if name in record]
     if not keys:

@@ -28,7 +28,7 @@ class Constraints:
         if not isinstance(arc, (list, tuple)) or len(arc) not in (2, 3):
             self.fail(f"an arc constraint must be [head, dep] or [head, dep, label], got {arc!r}")
         head, dep, label = (*arc, None) if len(arc) == 2 else arc
-        if not _is_int(head) or not _is_int(dep) or not (label is None or isinstance(label, str)):
+        if not is_int(head) or not is_int(dep) or not (label is None or isinstance(label, str)):
             self.fail(f"arc constraint {arc!r} needs integer head and dependent and a string label")
         return ArcConstraint(head, dep, label)
 
@@ -38,7 +38,7 @@ class Constraints:
         if not isinstance(span, (list, tuple)) or len(span) not in (2, 3):
             self.fail(f"a span constraint must be [first, last] or [first, last, outside], got {span!r}")
         first, last, outside = (*span, FREE) if len(span) == 2 else span
-        if not _is_int(first) or not _is_int(last) or outside not in OUTSIDE_OPTIONS:
+        if not is_int(first) or not is_int(last) or outside not in OUTSIDE_OPTIONS:
             self.fail(f"span constraint {span!r} needs integer ends and an option in {OUTSIDE_OPTIONS}")
         return SpanConstraint(first, last, outside)
 
@@ -152,7 +152,8 @@ class Constraints:
                               f"be the span's root, but an arc constraint gives it head {inner[0]} inside")
 
 
-def _is_int(x) -> bool:
+def is_int(x) -> bool:
+    """Whether ``x`` is an int and not a bool (JSON true is no word number)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
