@@ -516,20 +516,29 @@ def config_from_dict(raw: dict, source: str = "<config>", base_dir: str | Path |
     return config
 
 
-_INPUT_PATHS = tuple(f"data.{name}" for name in _DATA_PATHS) + ("model.pretrained.path", "model.encoder.path")
+#: config keys holding input paths, relative to the config file that names them
+INPUT_PATHS = tuple(f"data.{name}" for name in _DATA_PATHS) + ("model.pretrained.path", "model.encoder.path")
 #: input paths that may instead name a model on the Hugging Face hub: resolved only where the folder exists
 _HUB_PATHS = ("model.encoder.path",)
 
 
+def resolved_input_path(key: str, value: str, root: Path) -> str:
+    """The value of input path ``key`` (one of :data:`INPUT_PATHS`) resolved
+    against the folder ``root``; absolute paths, and hub names that name no
+    folder there, stay as they are."""
+    if Path(value).is_absolute() or \
+            (key in _HUB_PATHS and not (root / value).exists() and _could_be_hub_name(value)):
+        return value
+    return str((root / value).resolve())
+
+
 def _resolve_paths(config: Config, base: Path, cwd_keys: frozenset) -> None:
-    for path in _INPUT_PATHS:
+    for path in INPUT_PATHS:
         value = _get(config, path)
-        if value and not Path(value).is_absolute():
-            root = Path.cwd() if path in cwd_keys else base
-            if path in _HUB_PATHS and not (root / value).exists() and _could_be_hub_name(value):
-                continue
+        if value:
             owner_path, _, attr = path.rpartition(".")
-            setattr(_get(config, owner_path), attr, str((root / value).resolve()))
+            setattr(_get(config, owner_path), attr,
+                    resolved_input_path(path, value, Path.cwd() if path in cwd_keys else base))
 
 
 def _could_be_hub_name(value: str) -> bool:

@@ -105,6 +105,14 @@ def test_axes_are_the_config_keys_and_a_moved_key_is_renamed_with_a_warning(tmp_
     assert (config.model.lstm_hidden, config.decoding.root_choice) == (16, "first")
 
 
+def test_an_encoder_folder_is_found_beside_the_grid_and_a_hub_name_is_kept(tmp_path):
+    write_base(tmp_path, write_gold(tmp_path / "gold.conllu", sentences=1))
+    (tmp_path / "encoders" / "e5").mkdir(parents=True)
+    path = write_grid(tmp_path, {"axes": {"model.encoder.path": ["encoders/e5", "intfloat/multilingual-e5-small"]}})
+    paths = [dict(run.overrides)["model.encoder.path"] for run in load_grid(path).runs]
+    assert paths == [str((tmp_path / "encoders" / "e5").resolve()), "intfloat/multilingual-e5-small"]
+
+
 def test_invalid_run_config_is_reported_before_running(tmp_path):
     from kgparser.experiments.grid import validate_runs
 

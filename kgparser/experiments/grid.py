@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from ..config import ConfigError, key_problem, load_config, moved_key
+from ..config import INPUT_PATHS, ConfigError, key_problem, load_config, moved_key, resolved_input_path
 from ..errors import KgparserError
 from ..yaml_text import parse_yaml, read_text_file
 
@@ -47,8 +47,6 @@ SHORTHANDS = {
     "unbuildable": "training.unbuildable",
 }
 SEED_AXIS = "seed"
-#: config keys holding input paths: relative values are resolved against the grid file
-PATH_KEYS = ("data.train", "data.dev", "data.test", "model.pretrained.path")
 IGNORED_IN_FINGERPRINT = ("output_dir", "threads", "device", "training.progress", "training.tensorboard")
 ENGINES = ("local", "ray", "slurm")
 TESTS = ("bootstrap", "randomization")
@@ -221,8 +219,8 @@ def _overrides(path: Path, where: str, raw: Any) -> tuple[tuple[str, Any], ...]:
         key = moved_key(key, f"{path}: {where}")
         if key == "output_dir":
             raise _fail(path, f"{where}.{key}", "is set by the grid (output_root and the axis values)")
-        if key in PATH_KEYS and isinstance(value, str) and not Path(value).is_absolute():
-            value = str((path.parent / value).resolve())
+        if key in INPUT_PATHS and isinstance(value, str):
+            value = resolved_input_path(key, value, path.parent)
         items.append((key, value))
     return tuple(items)
 
@@ -475,7 +473,7 @@ def fingerprint(config) -> str:
     values = _flatten(config.to_dict())
     for key in IGNORED_IN_FINGERPRINT:
         values.pop(key, None)
-    for key in PATH_KEYS:
+    for key in INPUT_PATHS:
         if values.get(key):
             values[key] = Path(values[key]).name
     payload = json.dumps(values, sort_keys=True, default=str)
