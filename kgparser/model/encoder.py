@@ -55,8 +55,10 @@ from ..errors import KgparserError
 
 #: word-start markers of SentencePiece and byte-level BPE, which are also pieces of their own
 BOUNDARY_PIECES = ("▁", "Ġ")
-#: padded subwords the transformer reads per call
-TOKENS_PER_CALL = 4096
+#: padded subwords the transformer reads per call, by device type: on one CPU thread
+#: small calls run fastest (EWT test: 1,500 words/s with 512, 1,050 with 4,096, the
+#: same states; BENCHMARKS.md, "Parsing speed"), a GPU wants large ones
+TOKENS_PER_CALL = {"cpu": 512, "cuda": 4096}
 #: state storage type: half the memory of float32 for the training cache
 STATE_DTYPE = torch.float16
 #: the files that make an encoder what it is (besides the weights)
@@ -199,13 +201,14 @@ class Encoder:
 
     def _batches(self, order: list[int], pieces: list) -> list[list[int]]:
         """Consecutive runs of ``order`` whose padded windows hold about
-        :data:`TOKENS_PER_CALL` subwords."""
+        :data:`TOKENS_PER_CALL` subwords for this device."""
         batches, batch, windows, longest = [], [], 0, 0
+        budget = TOKENS_PER_CALL.get(self.device.type, TOKENS_PER_CALL["cpu"])
         for i in order:
             count = len(pieces[i][0])
             size = min(count, self.window) + len(self.prefix) + len(self.suffix)
             added = len(_window_starts(count, self.window, self.overlap))
-            if batch and (windows + added) * max(longest, size) > TOKENS_PER_CALL:
+            if batch and (windows + added) * max(longest, size) > budget:
                 batches.append(batch)
                 batch, windows, longest = [], 0, 0
             batch.append(i)
