@@ -17,15 +17,40 @@
 #   experiments/bench_spacy.sh parse [MODEL]  # times spaCy (and kgparser with checkpoint MODEL,
 #                                             # e.g. runs/ewt-best/best.pt) REPEATS times, scores
 #                                             # both and prints a table; no MODEL: spaCy only
+#   experiments/bench_spacy.sh raw [MODEL[:ENCODER]...]   # from raw text (below)
+#
+# From raw text (PIPELINE=morphologizer,parser): spaCy's whole pipeline, its
+# tokenizer, its parser's sentence boundaries and its morphologizer's UPOS and
+# FEATS, trained on the treebank WITH its tags (as kgparser's tagger is).
+# `raw` writes the gold test file's text (kgparser.rawtext.text_of: what
+# `kgparser parse --input-format raw` reads) to $WORK/raw/test.txt, parses it
+# with spaCy (spacy_conllu.py parse-raw) and with each kgparser checkpoint
+# MODEL (--input-format raw; :ENCODER is its --encoder), parses the test
+# file's gold words (tags and tree blanked) with each of them too, scores all
+# with `kgparser evaluate` (the CoNLL 2018 alignment where words differ) and
+# prints a table of every parse in $WORK/raw. kgparser parses are kept in
+# $WORK/raw/NAME.raw.conllu and NAME.conllu (NAME: the checkpoint's folder)
+# and made again only where older than the checkpoint; spaCy's are made
+# every time.
+#
+#   export WORK=../spacy-raw-hu UD=../shared/ud/UD_Hungarian-Szeged PIPELINE=morphologizer,parser N_SENTS=10
+#   experiments/bench_spacy.sh data && experiments/bench_spacy.sh train
+#   experiments/bench_spacy.sh raw runs/hu-best-s1/best.pt runs/hu-acc-s1/best.pt:../e5-hf
 #
 # `train` runs in the foreground and logs to $WORK/train.log; for the full run
 # start it with nohup.  Settings (environment variables, with defaults):
 #   UD=../shared/ud/UD_English-EWT   WORK=../spacy-bench   REPEATS=3
+#   PY=$WORK/venv/bin/python   the python with spaCy (`setup` makes that one; any other,
+#       such as kgparser's .venv with the kgparser[spacy] extra, is used as it is)
+#   PIPELINE=parser   spaCy's components (`spacy init config --pipeline`); with a
+#       morphologizer or tagger in it, `data` keeps the tag columns of train and dev
+#   KGPY=$REPO/.venv/bin/python   kgparser's python (`raw`: the test file's text)
 #   SPACY_LANG=   spaCy's language code (default: the treebank's, e.g. en of en_ewt-ud-*.conllu)
 #   MAX_EPOCHS=8   MAX_STEPS=0 (no limit)  PATIENCE=1600  EVAL_FREQ=200   (spacy train budget:
 #       8 epochs = 3000 steps took 19 min wall, 14 min CPU on the 2-core machine busy with
 #       three other trainings; dev LAS was still rising: raise MAX_EPOCHS if time allows)
-#   N_SENTS=1      sentences per training Doc (spacy convert -n)
+#   N_SENTS=1      sentences per training and dev Doc (spacy convert -n); with 1 the parser
+#       never sees a sentence boundary inside a Doc: for raw text use 10
 #   KG_BATCH=64    kgparser parse --batch-size
 set -euo pipefail
 
@@ -35,14 +60,17 @@ PREFIX=$(basename "$(ls "$UD"/*-ud-train.conllu)" -train.conllu)   # e.g. en_ewt
 SPACY_LANG=${SPACY_LANG:-${PREFIX%%_*}}
 WORK=${WORK:-$(cd "$REPO/.." && pwd)/spacy-bench}
 KGPARSER=${KGPARSER:-$REPO/.venv/bin/kgparser}
+KGPY=${KGPY:-$REPO/.venv/bin/python}
 HELPER=$REPO/experiments/spacy_conllu.py
-PY=$WORK/venv/bin/python
+PY=${PY:-$WORK/venv/bin/python}
+PIPELINE=${PIPELINE:-parser}
 REPEATS=${REPEATS:-3}
 
 # One thread for both parsers: numpy/blis (spaCy's thinc) and torch (kgparser).
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1
 
 setup() {
+    [ "$PY" = "$WORK/venv/bin/python" ] || { echo "PY=$PY: no venv to set up"; "$PY" -c 'import spacy; print("spaCy", spacy.__version__)'; return; }
     python3 -m venv "$WORK/venv"
     "$WORK/venv/bin/pip" install 'spacy==3.8.*'
     "$PY" -c 'import spacy; print("spaCy", spacy.__version__)'
@@ -54,10 +82,15 @@ words_in() {   # syntactic words of a CoNLL-U file (integer IDs only)
 
 data() {
     mkdir -p "$WORK"
-    # Training data with UPOS/XPOS/FEATS blanked: a parser-only pipeline does not
-    # read them, but then nobody has to take that on trust.
-    "$PY" "$HELPER" strip "$UD/$PREFIX-train.conllu" "$WORK/train.conllu"
-    "$PY" "$HELPER" strip "$UD/$PREFIX-dev.conllu" "$WORK/dev.conllu"
+    case ",$PIPELINE," in
+        *,morphologizer,*|*,tagger,*)   # the pipeline learns its own tags from them
+            cat "$UD/$PREFIX-train.conllu" > "$WORK/train.conllu"
+            cat "$UD/$PREFIX-dev.conllu" > "$WORK/dev.conllu" ;;
+        *)  # Training data with UPOS/XPOS/FEATS blanked: a parser-only pipeline does not
+            # read them, but then nobody has to take that on trust.
+            "$PY" "$HELPER" strip "$UD/$PREFIX-train.conllu" "$WORK/train.conllu"
+            "$PY" "$HELPER" strip "$UD/$PREFIX-dev.conllu" "$WORK/dev.conllu" ;;
+    esac
     for split in train dev; do
         "$PY" -m spacy convert "$WORK/$split.conllu" "$WORK" --converter conllu -n "${N_SENTS:-1}"
     done
@@ -72,7 +105,7 @@ data() {
 train() {
     mkdir -p "$WORK"
     [ -f "$WORK/config.cfg" ] ||
-        "$PY" -m spacy init config --lang "$SPACY_LANG" --pipeline parser --optimize efficiency "$WORK/config.cfg"
+        "$PY" -m spacy init config --lang "$SPACY_LANG" --pipeline "$PIPELINE" --optimize efficiency "$WORK/config.cfg"
     uptime | tee "$WORK/train.uptime"
     # `time` reports the whole training; spacy train prints its per-evaluation table.
     # With the kernel's autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled),
@@ -128,7 +161,7 @@ parse() {
         "$KGPARSER" parse -m "$model" --threads 1 "$WORK/test.conllu" -o "$WORK/parse/kgparser-test.conllu" 2> /dev/null
         echo "kgparser, test alone: $("$KGPARSER" evaluate "$UD/$PREFIX-test.conllu" "$WORK/parse/kgparser-test.conllu" | head -3 | tr '\n' ' ')"
     fi
-    "$WORK/venv/bin/python" - "$WORK/parse" "$words" "$model" <<'EOF'
+    "$PY" - "$WORK/parse" "$words" "$model" <<'EOF'
 import json, os, sys
 d, words, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = {}
@@ -151,8 +184,61 @@ if len(rows) == 2:
 EOF
 }
 
+raw() {
+    local out=$WORK/raw arg model name enc
+    local gold=$UD/$PREFIX-test.conllu
+    mkdir -p "$out"
+    # the gold test file's text, rewritten only when it changes
+    "$KGPY" -c 'import sys; from kgparser.conllu_io import read_conllu; from kgparser.rawtext import text_of
+sys.stdout.write(text_of(read_conllu(sys.argv[1])))' "$gold" > "$out/test.txt.new"
+    if cmp -s "$out/test.txt.new" "$out/test.txt"; then rm "$out/test.txt.new"; else mv "$out/test.txt.new" "$out/test.txt"; fi
+    [ -f "$WORK/test.conllu" ] || "$PY" "$HELPER" strip --tree "$gold" "$WORK/test.conllu"
+    uptime | tee "$out/uptime"
+    /usr/bin/time -f '%e s wall, %U s user' "$PY" "$HELPER" parse-raw "$WORK/model/model-best" "$out/test.txt" "$out/spacy.raw.conllu"
+    /usr/bin/time -f '%e s wall, %U s user' "$PY" "$HELPER" parse "$WORK/model/model-best" "$WORK/test.conllu" "$out/spacy.conllu"
+    for arg in "$@"; do
+        model=${arg%%:*} enc=()
+        [ "$model" = "$arg" ] || enc=(--encoder "${arg#*:}")
+        name=$(basename "$(dirname "$model")")
+        [ "$name" != spacy ] || { echo "raw: a kgparser model's folder may not be named spacy: $model" >&2; exit 2; }
+        if [ "$out/$name.raw.conllu" -nt "$model" ]; then
+            echo "$name: $out/$name.raw.conllu is newer than $model: kept"
+        else
+            /usr/bin/time -f '%e s wall, %U s user' "$KGPARSER" parse -m "$model" "${enc[@]}" --threads 1 \
+                --input-format raw "$out/test.txt" -o "$out/$name.raw.conllu"
+        fi
+        if [ "$out/$name.conllu" -nt "$model" ]; then
+            echo "$name: $out/$name.conllu is newer than $model: kept"
+        else
+            /usr/bin/time -f '%e s wall, %U s user' "$KGPARSER" parse -m "$model" "${enc[@]}" --threads 1 \
+                "$WORK/test.conllu" -o "$out/$name.conllu"
+        fi
+    done
+    for name in $(cd "$out" && ls *.raw.conllu | sed 's/\.raw\.conllu$//'); do
+        "$KGPARSER" evaluate "$gold" "$out/$name.raw.conllu" > "$out/$name.raw.eval"
+        "$KGPARSER" evaluate --json "$gold" "$out/$name.raw.conllu" > "$out/$name.raw.json"
+        [ ! -f "$out/$name.conllu" ] || "$KGPARSER" evaluate --json "$gold" "$out/$name.conllu" > "$out/$name.json"
+    done
+    "$PY" - "$out" "$PREFIX" <<'EOF'
+import glob, json, os, sys
+d, prefix = sys.argv[1], sys.argv[2]
+print(f"{prefix} test from raw text ({d}/test.txt): F1 of kgparser evaluate (CoNLL 2018 alignment,"
+      " LAS with full labels); gold words: the test file's words and sentences, tags blanked")
+print("| parser | Tokens | Sentences | Words | UPOS | UAS | LAS | gold words: LAS | UPOS |")
+print("|---|---|---|---|---|---|---|---|---|")
+names = sorted(os.path.basename(p)[:-len(".raw.json")] for p in glob.glob(f"{d}/*.raw.json"))
+for name in sorted(names, key=lambda n: n == "spacy"):
+    r = json.load(open(f"{d}/{name}.raw.json"))
+    g = json.load(open(f"{d}/{name}.json")) if os.path.exists(f"{d}/{name}.json") else {}
+    raw = " | ".join(f"{100 * r[k]['f1']:.2f}" for k in ("tokens", "sentences", "words", "upos", "uas", "las"))
+    gold = " | ".join(f"{100 * g[k]:.2f}" if g.get(k) is not None else "–" for k in ("las", "upos"))
+    print(f"| {name} | {raw} | {gold} |")
+EOF
+}
+
 case "${1:-}" in
     setup|data|train) "$1" ;;
     parse) parse "${2:-}" ;;
-    *) sed -n '2,29p' "$0"; exit 2 ;;
+    raw) shift; raw "$@" ;;
+    *) sed -n '2,54p' "$0"; exit 2 ;;
 esac

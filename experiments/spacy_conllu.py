@@ -2,9 +2,13 @@
 
     python spacy_conllu.py strip [--tree] IN OUT   # UPOS, XPOS, FEATS -> '_' (--tree: HEAD, DEPREL, DEPS too)
     python spacy_conllu.py parse MODEL IN OUT      # parse IN's words with a spaCy pipeline
+    python spacy_conllu.py parse-raw MODEL TEXT OUT   # tokenize, split and parse raw TEXT with it
 
-Only the standard library is used for CoNLL-U (spaCy is imported by `parse`
-alone); kgparser is not imported, so the two parsers share no code.
+Both parse commands also write UPOS and FEATS where the pipeline sets them
+(a morphologizer or tagger), and leave the input's where it does not.
+Only the standard library is used for CoNLL-U (spaCy is imported by the
+parse commands alone); kgparser is not imported, so the two parsers share no
+code.
 """
 import argparse
 import sys
@@ -48,6 +52,19 @@ def strip(src, dst, tree=False):
             out.write("\n")
 
 
+def label(token):
+    """TOKEN's dependency label: deprojectivized labels should be plain, so any leftover "||head" goes."""
+    return token.dep_.split("||")[0] or "dep"
+
+
+def set_tags(cols, token):
+    """UPOS and FEATS of TOKEN into COLS where the pipeline set them (a parser-only pipeline sets neither)."""
+    if token.pos_:
+        cols[UPOS] = token.pos_
+    if token.has_morph():
+        cols[FEATS] = str(token.morph) or "_"
+
+
 def parse(model, src, dst, batch_size=None):
     """Parse the gold-tokenized sentences of SRC with the spaCy pipeline MODEL; write SRC with HEAD/DEPREL filled.
 
@@ -85,8 +102,8 @@ def parse(model, src, dst, batch_size=None):
                         cols[HEAD], cols[DEPREL] = "0", "root"
                         n_roots += 1
                     else:
-                        # deprojectivized labels should be plain; drop any leftover "||head" decoration
-                        cols[HEAD], cols[DEPREL] = str(token.head.i + 1), token.dep_.split("||")[0] or "dep"
+                        cols[HEAD], cols[DEPREL] = str(token.head.i + 1), label(token)
+                    set_tags(cols, token)
                     line = "\t".join(cols)
                 out.write(line + "\n")
             out.write("\n")
@@ -94,6 +111,89 @@ def parse(model, src, dst, batch_size=None):
     print(f"spaCy {spacy.__version__}: {len(sents)} sentences, {n_words} words, {n_roots} roots; "
           f"load {t1 - t0:.1f} s, read+parse+write {t2 - t1:.1f} s ({n_words / (t2 - t1):.0f} words/s)",
           file=sys.stderr)
+
+
+def paragraphs(text):
+    """The paragraphs of TEXT: the runs of text between blank lines, without white space around them."""
+    import re
+
+    return [p.strip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
+
+
+def raw_sentence(sent):
+    """The CoNLL-U word lines of one spaCy sentence SENT, white-space tokens left out.
+
+    A white-space token (white space inside a paragraph beyond one space) is
+    no word: a word hanging from one hangs from that token's first head that
+    is a word; where that is none (a white-space root), the sentence may be
+    left with several roots: the one with the most words under it stays root,
+    the others hang from it (their number is returned with the lines).
+    """
+    doc, words = sent.doc, [t for t in sent if not t.is_space]
+    ids = {t.i: n for n, t in enumerate(words, 1)}
+    heads, fixed = [], 0
+    for t in words:
+        h = t.head
+        while h.is_space and h.head.i != h.i:
+            h = h.head
+        heads.append(0 if h.i == t.i or h.i not in ids else ids[h.i])
+    roots = [n for n, h in enumerate(heads, 1) if h == 0]
+    if len(roots) > 1:
+        def size(n):   # words under word n (n included)
+            return 1 + sum(size(m) for m, h in enumerate(heads, 1) if h == n)
+        main = max(roots, key=size)
+        for n in roots:
+            if n != main:
+                heads[n - 1] = main
+                fixed += 1
+    lines = []
+    for n, (t, h) in enumerate(zip(words, heads), 1):
+        end = t.idx + len(t.text)
+        misc = "_" if end == len(doc.text) or doc.text[end].isspace() else "SpaceAfter=No"
+        rel = "root" if h == 0 else ("dep" if t.head.i == t.i else label(t))
+        cols = [str(n), t.text, "_", "_", "_", "_", str(h), rel, "_", misc]
+        set_tags(cols, t)
+        lines.append("\t".join(cols))
+    return lines, fixed
+
+
+def parse_raw(model, src, dst, batch_size=None):
+    """Parse the raw text SRC with the whole spaCy pipeline MODEL: its tokenizer, its parser's sentences, its tags.
+
+    The text is cut into paragraphs at blank lines, one Doc each; each of
+    doc.sents is written as a sentence, its words the Doc's tokens
+    (white-space tokens left out), with `# newpar` on a paragraph's first
+    sentence, `# sent_id`, `# text` and SpaceAfter=No where no white space
+    follows a word in its paragraph.
+    """
+    import spacy
+
+    t0 = time.perf_counter()
+    nlp = spacy.load(model)
+    t1 = time.perf_counter()
+    with open(src, encoding="utf-8") as f:
+        text = f.read()
+    paras = paragraphs(text)
+    n_sents = n_words = n_fixed = 0
+    with open(dst, "w", encoding="utf-8") as out:
+        for doc in nlp.pipe(paras, batch_size=batch_size):
+            first = True
+            for sent in doc.sents:
+                lines, fixed = raw_sentence(sent)
+                if not lines:
+                    continue
+                n_sents += 1
+                n_words += len(lines)
+                n_fixed += fixed
+                if first:
+                    out.write("# newpar\n")
+                    first = False
+                out.write(f"# sent_id = {n_sents}\n# text = {' '.join(sent.text.split())}\n")
+                out.write("\n".join(lines) + "\n\n")
+    t2 = time.perf_counter()
+    print(f"spaCy {spacy.__version__}: {len(paras)} paragraphs, {n_sents} sentences, {n_words} words "
+          f"({n_fixed} extra roots re-attached); load {t1 - t0:.1f} s, "
+          f"read+parse+write {t2 - t1:.1f} s ({n_words / (t2 - t1):.0f} words/s)", file=sys.stderr)
 
 
 def main():
@@ -108,11 +208,18 @@ def main():
     p.add_argument("src")
     p.add_argument("dst")
     p.add_argument("--batch-size", type=int, default=None, help="nlp.pipe batch size (default: the pipeline's)")
+    r = sub.add_parser("parse-raw", help="tokenize, split into sentences and parse raw text with a spaCy pipeline")
+    r.add_argument("model")
+    r.add_argument("src", help="raw text (paragraphs separated by blank lines)")
+    r.add_argument("dst")
+    r.add_argument("--batch-size", type=int, default=None, help="nlp.pipe batch size (default: the pipeline's)")
     args = ap.parse_args()
     if args.cmd == "strip":
         strip(args.src, args.dst, args.tree)
-    else:
+    elif args.cmd == "parse":
         parse(args.model, args.src, args.dst, args.batch_size)
+    else:
+        parse_raw(args.model, args.src, args.dst, args.batch_size)
 
 
 if __name__ == "__main__":
