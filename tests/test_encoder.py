@@ -294,6 +294,18 @@ def test_a_moved_encoder_is_found_with_encoder(trained, tmp_path, capsys):
         shutil.move(tmp_path / "gone", trained / "encoders")
 
 
+def test_encoder_given_to_a_model_without_one_is_one_line(trained, tmp_path, capsys):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert main(["train", write_config(plain), "--quiet"]) == 0
+    capsys.readouterr()
+    model = str(plain / "run" / "best.pt")
+    assert main(["parse", "--model", model, str(plain / "dev.conllu"),
+                 "--encoder", str(trained / "encoders" / "bert")]) == 1
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and model in error and "trained without a pretrained encoder" in error
+
+
 def test_another_encoder_is_refused_by_its_fingerprint(trained, tmp_path, capsys):
     other = tiny_bert(tmp_path / "other", seed=1)
     model = str(trained / "run" / "best.pt")

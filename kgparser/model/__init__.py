@@ -125,6 +125,9 @@ class Model:
         """The model of :meth:`to_data`; ``encoder``: where its encoder is now (a
         folder or hub name), if not where the config says."""
         config = config_from_saved(data["config"])
+        if encoder is not None and not config.model.encoder.path:
+            raise EncoderError("this model was trained without a pretrained encoder (model.encoder); "
+                               "leave out --encoder (Parser.load(..., encoder=...))")
         if encoder is not None:
             config.model.encoder.path = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
         try:
