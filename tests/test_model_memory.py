@@ -7,7 +7,6 @@ from kgparser.config import config_from_dict
 from kgparser.model import Model
 from kgparser.model import memory
 from kgparser.model.memory import ModelTooLarge, weight_bytes_lower_bound
-from kgparser.model import Model
 from test_model import TINY_MODEL, tiny_sentences
 
 torch.set_num_threads(1)

@@ -14,7 +14,6 @@ from kgparser.cli import main
 from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
 from kgparser.render import arc_levels, render
 from rawtext_models import save_tiny_model
-from test_model import IGNORE_TINY_MODEL_WARNINGS
 
 SVG = "{http://www.w3.org/2000/svg}"
 ODD = parse_conllu("# sent_id = odd <1>\n# text = a <b> & \"c\"\n1\ta\t_\tX\t_\t_\t2\tdep:x<y\t_\t_\n"

@@ -23,7 +23,6 @@ from kgparser.inference.plaintext import read_tokenized
 from kgparser.inference.decode import decode
 from kgparser.inference.tags import TagWarning, UntaggedInput
 from kgparser.training import train
-from kgparser.model import Model
 from kgparser.training.trainer import EpochStats, Trainer
 from kgparser.vocab import Vocabularies
 from test_model import TINY_MODEL, tiny_conllu
