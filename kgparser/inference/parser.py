@@ -17,7 +17,8 @@ constraints (:mod:`kgparser.constraints`) as a JSON-lines file path, ``"misc"``
 (read from each sentence's MISC column), or a list with one entry per
 sentence: ``None``, a :class:`~kgparser.constraints.Constraints`, a dict in
 the JSON-lines shape (``{"arcs": [...], "spans": [...]}``), a callable
-``f(state, legal_actions) -> allowed_actions`` or a :class:`DecodingConstraint`
+``f(state, legal_actions) -> allowed_actions`` or a
+:class:`~kgparser.inference.decoding_constraints.DecodingConstraint`
 (which can also force the label of an arc).  Constraints are checked against
 their sentence first (whether some projective tree satisfies them is found
 by the decoding itself, which is the exact test, and the sentence decoded
@@ -45,13 +46,13 @@ import torch
 from ..errors import KgparserError
 from ..model import Model
 from .decode import Decoded, DecodingError, collector_paused, decode
-from .decoding_constraints import (ConstraintReport, DecodingConstraint, check_parse, describe_sentence,
+from .decoding_constraints import (ConstraintReport, check_parse, describe_sentence,
                                    drop_unsatisfiable, resolve_constraints)
 from .plaintext import is_text_format, read_tokenized
 from .tags import TagReport, plan_tags
 from .tree_repair import ROOT_CHOICES
 
-__all__ = ["DecodingConstraint", "LongSentenceWarning", "Parser"]
+__all__ = ["LongSentenceWarning", "Parser"]
 
 
 class LongSentenceWarning(UserWarning):
