@@ -57,12 +57,14 @@ def bound_kernel_cache() -> None:
     says otherwise; to be called before the process parses anything.
 
     oneDNN compiles a kernel for each batch shape (sentences x words) it meets
-    and keeps 1,024 of them: the process grows by some 300 MB over millions
-    of words (RSS 397 MB after 100k words, 631 MB after 5M), as more shapes
-    turn up.  Parsing uses about 200 shapes again and again, so 256 parse as
-    fast and grow far less (386 MB after 100k words, 446 MB after 5M); 0
-    would keep the memory flat at 9% of the speed (BENCHMARKS.md, "Parsing a
-    corpus")."""
+    and keeps 1,024 of them: the process grew by some 300 MB over millions of
+    words (RSS 397 MB after 100k words, 631 MB after 5M) as more shapes turned
+    up.  The decoder now pads its batches to a few dozen widths
+    (:func:`~kgparser.model.inputs.rounded_width`) and computes character
+    vectors with torch's own kernels, so the shapes met stay under this bound
+    and are all met early (350 MB after 100k words, 376 MB after 1M, 367 MB
+    after 5M: BENCHMARKS.md, "Parsing a corpus"); 0 would compile every
+    kernel again at each batch (9% slower)."""
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(KERNEL_CACHE_CAPACITY))
 
 

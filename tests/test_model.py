@@ -11,6 +11,7 @@ from kgparser.config import config_from_dict
 from kgparser.conllu_io import parse_conllu
 from kgparser.inference.decode import decode
 from kgparser.model import Model
+from kgparser.model.inputs import rounded_width
 from kgparser.training.trainer import Trainer
 from kgparser.transitions import get_system, system_names
 from kgparser.transitions.trees import random_projective_tree
@@ -250,6 +251,44 @@ def test_a_char_table_gives_each_form_the_vector_its_batch_computes():
     assert not table.vectors[-1].any() and len(table.vectors) == len(table.rows) + 1
     with pytest.raises(KeyError):
         model.inputs(list(parse_conllu("1\tunseen\t_\tA\t_\t_\t0\troot\t_\t_\n\n")), char_table=table)
+
+
+def test_a_char_table_runs_torchs_own_lstm_kernels_and_leaves_onednn_on(monkeypatch):
+    """oneDNN would compile a kernel for every (forms, length) group shape a corpus brings."""
+    model, sentences = char_model_and_sentences()
+    seen = []
+    original = model.network.char_vectors
+    monkeypatch.setattr(model.network, "char_vectors",
+                        lambda chars, lengths: seen.append(torch.backends.mkldnn.enabled) or original(chars, lengths))
+    model.inputs.char_table(sentences)
+    assert seen and not any(seen)
+    assert torch.backends.mkldnn.enabled
+
+
+def test_rounded_widths_are_few_never_smaller_and_exact_up_to_16():
+    widths = [rounded_width(w) for w in range(1, 513)]
+    assert widths[:16] == list(range(1, 17))
+    assert all(r >= w for w, r in zip(range(1, 513), widths)) and widths == sorted(widths)
+    assert all(r <= w * 1.25 for w, r in zip(range(1, 513), widths))
+    assert len(set(widths)) == 16 + 4 * 5  # 4 per doubling from 17 to 512
+    assert all(rounded_width(r) == r for r in widths)
+
+
+def test_a_rounded_width_changes_no_token_vector_or_tag_score():
+    model, sentences = char_model_and_sentences()
+    long = "".join(f"{d}\tw{d % 7}\t_\tA\t_\t_\t{0 if d == 1 else 1}\t{'root' if d == 1 else 'obj'}\t_\t_\n"
+                   for d in range(1, 19))  # width 19, padded to 20
+    sentences = sentences + list(parse_conllu(long + "\n"))
+    with torch.no_grad():
+        exact = model.inputs(sentences)
+        padded = model.inputs(sentences, round_width=True)
+        assert padded["words"].shape[1] == rounded_width(exact["words"].shape[1]) > exact["words"].shape[1]
+        vectors, scores = model.network.encode_all(exact)
+        padded_vectors, padded_scores = model.network.encode_all(padded)
+    assert torch.allclose(vectors, padded_vectors, atol=1e-6, rtol=0)
+    assert scores.keys() == padded_scores.keys()
+    for column in scores:
+        assert torch.allclose(scores[column], padded_scores[column], atol=1e-6, rtol=0)
 
 
 def test_decoding_runs_the_character_lstm_once_per_distinct_form(monkeypatch):

@@ -197,7 +197,7 @@ class _BatchDecoder:
         if not self.stepper.live() and not self.with_tags:
             return self.states
         network = self.model.network
-        inputs = self.model.inputs(self.sentences, char_table=self.char_table)
+        inputs = self.model.inputs(self.sentences, char_table=self.char_table, round_width=True)
         self.offsets, self.pad = inputs["offsets"], inputs["pad_row"]
         vectors, tag_scores = network.encode_all(inputs, with_tags=self.with_tags)
         if self.with_tags:

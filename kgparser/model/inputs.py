@@ -24,6 +24,8 @@ EXT_PAD, EXT_UNK = 0, 1
 ROOT_FORM = "\0root"  # ROOT's key among the forms whose character vectors a batch reads
 #: sentences whose encoder states a parsing model keeps (training keeps all: :meth:`Inputs.keep_all_states`)
 PARSE_CACHE_SENTENCES = 1024
+#: batch widths the decoder pads to per doubling of the width (:func:`rounded_width`)
+WIDTH_STEPS = 4
 
 
 class CharTable(NamedTuple):
@@ -72,7 +74,7 @@ class Inputs:
         self.states.limit = None
 
     def __call__(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
-                 char_table: CharTable | None = None) -> dict:
+                 char_table: CharTable | None = None, round_width: bool = False) -> dict:
         """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
         row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
         With ``rng``, word dropout
@@ -83,9 +85,13 @@ class Inputs:
         time: the user's tags), and predicts the others (in training: all).  A model
         with characters reads their vectors from ``char_table`` where given (it must
         hold every form of the batch), else computes them for the batch.  A model with
-        an encoder reads its states ``[batch, width, S, H]`` (``encoder``)."""
+        an encoder reads its states ``[batch, width, S, H]`` (``encoder``).  With
+        ``round_width`` (the decoder), ``width`` is padded up to one of a few
+        values (:func:`rounded_width`), which changes no vector of a token."""
         cfg = self.config.model
         width = max(s.n for s in sentences) + 1
+        if round_width:
+            width = rounded_width(width)
         words, tags, ext = self._index_arrays(sentences, width)
         if rng is not None:
             self._drop_inputs(words, tags, rng)
@@ -194,12 +200,31 @@ class Inputs:
         forms = sorted({form for sentence in sentences for form in sentence.forms} | {ROOT_FORM},
                        key=lambda form: (_char_count(form), form))
         parts = []
-        for _, same_length in itertools.groupby(forms, key=_char_count):
-            same_length = list(same_length)
-            for start in range(0, len(same_length), group):
-                parts.append(self.network.char_vectors(*self._char_ids(same_length[start:start + group])))
+        # torch's own LSTM kernels, not oneDNN's: oneDNN compiles and caches a kernel for each
+        # (forms, length) shape, and over a corpus these shapes never stop changing, so the
+        # process would keep growing (BENCHMARKS.md, "Parsing a corpus"); these groups are 3-6%
+        # of a parse either way
+        with torch.backends.mkldnn.flags(enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None):
+            for _, same_length in itertools.groupby(forms, key=_char_count):
+                same_length = list(same_length)
+                for start in range(0, len(same_length), group):
+                    parts.append(self.network.char_vectors(*self._char_ids(same_length[start:start + group])))
         parts.append(parts[0].new_zeros(1, parts[0].shape[1]))
         return CharTable({form: row for row, form in enumerate(forms)}, torch.cat(parts))
+
+
+def rounded_width(width: int) -> int:
+    """``width`` rounded up to one of :data:`WIDTH_STEPS` values per doubling
+    (exact up to 16): padded positions follow every token in both LSTM
+    directions, so they change no token's vector.  Parsing then meets a few
+    dozen batch shapes instead of one per sentence length, and oneDNN, which
+    compiles an LSTM kernel for each shape it meets, has compiled them all
+    within the first 100k words of a corpus, where the process's memory then
+    stays (BENCHMARKS.md, "Parsing a corpus"); the LSTMs do about 6% more work."""
+    if width <= 16:
+        return width
+    step = 1 << (width.bit_length() - WIDTH_STEPS.bit_length())
+    return -(-width // step) * step
 
 
 def _char_count(form: str) -> int:
