@@ -24,7 +24,7 @@ EXT_PAD, EXT_UNK = 0, 1
 ROOT_FORM = "\0root"  # ROOT's key among the forms whose character vectors a batch reads
 #: sentences whose encoder states a parsing model keeps (training keeps all: :meth:`Inputs.keep_all_states`)
 PARSE_CACHE_SENTENCES = 1024
-#: batch widths the decoder pads to per doubling of the width (:func:`rounded_width`)
+#: batch widths the decoder pads to per doubling of the width (:func:`rounded_width`; a power of two)
 WIDTH_STEPS = 4
 
 
