@@ -11,7 +11,10 @@ parse commands alone); kgparser is not imported, so the two parsers share no
 code.
 """
 import argparse
+import contextlib
+import os
 import sys
+import tempfile
 import time
 
 UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = 3, 4, 5, 6, 7, 8, 9
@@ -37,10 +40,25 @@ def sentences(path):
         yield lines
 
 
+@contextlib.contextmanager
+def written(dst):
+    """An open text file that becomes DST only when the block ends without an
+    error (a temporary file beside it, renamed), so DST is never half-written."""
+    folder = os.path.dirname(os.path.abspath(dst))
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=".spacy_conllu-", delete=False)
+    try:
+        with handle:
+            yield handle
+        os.replace(handle.name, dst)
+    except BaseException:
+        os.unlink(handle.name)
+        raise
+
+
 def strip(src, dst, tree=False):
     """Write SRC with the tag columns (and, with TREE, the gold tree columns) of every word set to '_'."""
     blank = (UPOS, XPOS, FEATS) + ((HEAD, DEPREL, DEPS) if tree else ())
-    with open(dst, "w", encoding="utf-8") as out:
+    with written(dst) as out:
         for sent in sentences(src):
             for line in sent:
                 cols = line.split("\t")
@@ -90,7 +108,7 @@ def parse(model, src, dst, batch_size=None):
             yield doc
 
     n_words = n_roots = 0
-    with open(dst, "w", encoding="utf-8") as out:
+    with written(dst) as out:
         for sent, doc in zip(sents, nlp.pipe(docs(), batch_size=batch_size)):
             tokens = iter(doc)
             for line in sent:
@@ -175,7 +193,7 @@ def parse_raw(model, src, dst, batch_size=None):
         text = f.read()
     paras = paragraphs(text)
     n_sents = n_words = n_fixed = 0
-    with open(dst, "w", encoding="utf-8") as out:
+    with written(dst) as out:
         for doc in nlp.pipe(paras, batch_size=batch_size):
             first = True
             for sent in doc.sents:

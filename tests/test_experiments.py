@@ -344,3 +344,21 @@ def test_cluster_engine_without_its_package_says_what_to_install(tiny_grid, fake
     monkeypatch.setitem(sys.modules, "ray", None)  # makes "import ray" fail
     with pytest.raises(KgparserError, match=r"pip install 'kgparser\[ray\]'"):
         run_grid(load_grid(tiny_grid), engine="ray", log=lambda line: None)
+
+
+def test_spacy_conllu_writes_its_output_whole_or_not_at_all(tmp_path):
+    """experiments/spacy_conllu.py (run in spaCy's environment, without kgparser)
+    renames a finished temporary file onto its output."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "experiments" / "spacy_conllu.py"
+    source, target = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n2\tb\t_\tX\t_\t_\t1\tdep\t_\t_\n\n", encoding="utf-8")
+    target.write_text("the user's file\n", encoding="utf-8")
+    subprocess.run([sys.executable, str(script), "strip", "--tree", str(source), str(target)], check=True)
+    assert target.read_text(encoding="utf-8") == "1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n2\tb\t_\t_\t_\t_\t_\t_\t_\t_\n\n"
+    source.write_text("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n" + "\udcff", encoding="utf-8", errors="surrogateescape")
+    failed = subprocess.run([sys.executable, str(script), "strip", str(source), str(target)], capture_output=True)
+    assert failed.returncode != 0
+    assert target.read_text(encoding="utf-8").startswith("1\ta\t_\t_")  # the earlier output, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.conllu", "out.conllu"]
