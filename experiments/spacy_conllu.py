@@ -13,6 +13,7 @@ code.
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 import time
@@ -133,8 +134,6 @@ def parse(model, src, dst, batch_size=None):
 
 def paragraphs(text):
     """The paragraphs of TEXT: the runs of text between blank lines, without white space around them."""
-    import re
-
     return [p.strip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
 
 
