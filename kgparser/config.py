@@ -81,8 +81,9 @@ class PretrainedConfig:
 
 @dataclass
 class EncoderConfig:
-    """A pretrained transformer encoder under the BiLSTM, always frozen (its states
-    are features: :mod:`kgparser.model.encoder`, mixed by :mod:`kgparser.model.mix`)."""
+    """A pretrained transformer encoder under the BiLSTM: frozen by default (its
+    states are features: :mod:`kgparser.model.encoder`, mixed by
+    :mod:`kgparser.model.mix`), or fine-tuned with the parser (``finetune``)."""
 
     #: a Hugging Face model folder (relative: to the YAML file's folder) or a hub name; null: none
     path: Optional[str] = None
@@ -98,6 +99,11 @@ class EncoderConfig:
     overlap: Optional[int] = None
     #: torch dynamic int8 quantization of the encoder's linear layers (faster on CPU, slightly less exact)
     quantize: bool = False
+    #: train the transformer layers with the parser (their weights go into the checkpoint;
+    #: the token-embedding table stays frozen, read from ``path``)
+    finetune: bool = False
+    #: Adam's learning rate for the fine-tuned layers (the rest trains with training.lr)
+    lr: float = 5e-5
 
 
 @dataclass
@@ -244,7 +250,7 @@ _NON_NEGATIVE = {
 _POSITIVE = {
     "model.char_hidden", "model.lstm_layers", "model.lstm_hidden", "model.mlp_hidden",
     "training.batch_size", "training.lr", "training.epochs", "data.max_train_sentences",
-    "model.encoder.dim", "model.encoder.window",
+    "model.encoder.dim", "model.encoder.window", "model.encoder.lr",
 }
 _DATA_PATHS = ("train", "dev", "test")
 
@@ -392,7 +398,14 @@ def _validate_tagging(model: ModelConfig, source: str) -> None:
 
 
 def _validate_encoder(encoder: EncoderConfig, source: str) -> None:
-    """Windows must advance: the overlap is shorter than the window."""
+    """Windows must advance: the overlap is shorter than the window.  Fine-tuning
+    needs transformer layers, in float32."""
+    if encoder.finetune and encoder.layers == 0:
+        raise ConfigError(f"{source}: model.encoder.finetune: needs transformer layers to train "
+                          f"(model.encoder.layers is 0: the token-embedding table alone, which stays frozen)")
+    if encoder.finetune and encoder.quantize:
+        raise ConfigError(f"{source}: model.encoder.finetune: cannot train int8 layers; "
+                          f"set model.encoder.quantize: false")
     if encoder.window is not None and encoder.overlap is not None and encoder.overlap >= encoder.window:
         raise ConfigError(f"{source}: model.encoder.overlap: must be < model.encoder.window ({encoder.window}), "
                           f"got {encoder.overlap}")

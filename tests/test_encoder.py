@@ -10,13 +10,15 @@ import sys
 
 import pytest
 import torch
+import yaml
 
 transformers = pytest.importorskip("transformers")
 
 from kgparser.cli import main  # noqa: E402
-from kgparser.config import EncoderConfig, config_from_dict  # noqa: E402
+from kgparser.config import ConfigError, EncoderConfig, config_from_dict  # noqa: E402
 from kgparser.conllu_io import parse_conllu, read_conllu  # noqa: E402
 from kgparser.model import Model  # noqa: E402
+from kgparser.model.checkpoint import CheckpointError  # noqa: E402
 from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound, fingerprint  # noqa: E402
 from kgparser.model.inputs import StateCache  # noqa: E402
 from kgparser.inference.parser import Parser  # noqa: E402
@@ -375,6 +377,100 @@ def test_a_run_resumes_with_its_encoder_moved(tmp_path):
                  "--set", f"model.encoder.path={tmp_path / 'moved'}"]) == 0
     saved = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
     assert saved["epoch"] == 2 and saved["model"]["config"]["model"]["encoder"]["path"] == str(tmp_path / "moved")
+
+
+# -- fine-tuning ------------------------------------------------------------------------------
+
+TOKEN_TABLE = "embeddings.word_embeddings.weight"
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+    """A run whose encoder's layers train with the parser (a large rate, so they move)."""
+    folder = tmp_path_factory.mktemp("finetuned")
+    tiny_bert(folder / "bert")
+    config = write_config(folder, model_extra="  encoder: {path: bert, dim: 8, finetune: true, lr: 0.01}\n",
+                          sentences=(12, 4), epochs=2)
+    assert main(["train", config, "--quiet"]) == 0
+    return folder
+
+
+def saved_encoder_weights(checkpoint) -> dict[str, torch.Tensor]:
+    weights = torch.load(checkpoint, weights_only=True)["model"]["weights"]
+    prefix = "finetuned_encoder."
+    return {name[len(prefix):]: value for name, value in weights.items() if name.startswith(prefix)}
+
+
+def test_finetuning_trains_the_layers_and_saves_all_but_the_token_table(finetuned):
+    original = transformers.AutoModel.from_pretrained(finetuned / "bert").state_dict()
+    saved = saved_encoder_weights(finetuned / "run" / "best.pt")
+    assert set(saved) == set(original) - {TOKEN_TABLE}
+    changed = {name.split(".")[2] for name in saved if name.startswith("encoder.layer.")
+               and not torch.equal(saved[name], original[name])}
+    assert changed == {"0", "1"}, "both layers trained"
+
+
+def test_finetuning_leaves_the_token_table_as_the_encoder_folder_has_it(finetuned):
+    model = Model.load(finetuned / "run" / "best.pt")
+    original = transformers.AutoModel.from_pretrained(finetuned / "bert").get_input_embeddings().weight
+    assert torch.equal(model.encoder.frozen_table().weight, original)
+    assert not model.encoder.frozen_table().weight.requires_grad
+
+
+def test_a_finetuned_checkpoint_parses_as_training_evaluated_it(finetuned):
+    dev = str(finetuned / "dev.conllu")
+    parsed = Parser.load(finetuned / "run" / "best.pt").parse(dev)
+    gold = read_conllu(dev)
+    las = sum(p.heads[d] == g.heads[d] and p.deprels[d] == g.deprels[d]
+              for p, g in zip(parsed, gold) for d in range(1, g.n + 1)) / sum(g.n for g in gold)
+    records = [json.loads(line) for line in (finetuned / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert las == pytest.approx(max(r["dev_las"] for r in records if "dev_las" in r))
+
+
+def test_a_finetuned_encoders_states_are_computed_anew_with_gradients(finetuned):
+    model = Model.load(finetuned / "run" / "best.pt")
+    sentences = read_conllu(str(finetuned / "dev.conllu"))[:2]
+    model.network.train()
+    states = model.inputs(sentences)["encoder"]
+    assert states.requires_grad and states.dtype == torch.float32 and not model.inputs.states.items
+    states.sum().backward()
+    layer = model.network.finetuned_encoder.encoder.layer[0].attention.self.query.weight
+    assert layer.grad is not None and layer.grad.abs().sum() > 0
+    assert model.encoder.frozen_table().weight.grad is None
+
+
+def test_a_finetuned_checkpoint_missing_a_layer_is_inconsistent(finetuned, tmp_path):
+    data = torch.load(finetuned / "run" / "best.pt", weights_only=True)
+    del data["model"]["weights"]["finetuned_encoder.encoder.layer.1.output.dense.weight"]
+    torch.save(data, tmp_path / "broken.pt")
+    with pytest.raises(CheckpointError, match="inconsistent checkpoint: .*missing: finetuned_encoder.encoder.layer.1"):
+        Model.load(tmp_path / "broken.pt")
+
+
+def test_a_finetuned_run_resumes_to_the_same_model(tmp_path):
+    """The encoder's dropout and weights are part of what ``--resume`` restores:
+    one epoch and a resumed second end where two epochs in one go end."""
+    encoder = f"  encoder: {{path: {tiny_bert(tmp_path / 'bert')}, dim: 8, finetune: true, lr: 0.01}}\n"
+    for name, epochs in (("whole", 2), ("parts", 1)):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = write_config(folder, model_extra=encoder, sentences=(12, 4), epochs=epochs,
+                              extra="  ema_decay: 0.9\n")
+    assert main(["train", str(tmp_path / "whole" / "exp.yaml"), "--quiet"]) == 0
+    assert main(["train", config, "--quiet"]) == 0
+    assert main(["train", config, "--quiet", "--resume", "--set", "training.epochs=2"]) == 0
+    whole = saved_encoder_weights(tmp_path / "whole" / "run" / "last.pt")
+    parts = saved_encoder_weights(tmp_path / "parts" / "run" / "last.pt")
+    assert whole.keys() == parts.keys() and len(whole) > 10
+    for name, value in whole.items():
+        assert torch.allclose(value, parts[name], atol=1e-6), name
+
+
+@pytest.mark.parametrize("setting, message", [("layers: 0", "needs transformer layers"),
+                                              ("quantize: true", "cannot train int8 layers")])
+def test_finetuning_what_cannot_train_is_refused(bert, setting, message):
+    with pytest.raises(ConfigError, match=f"model.encoder.finetune: {message}"):
+        config_from_dict({"model": {"encoder": yaml.safe_load(f"{{path: {bert}, finetune: true, {setting}}}")}})
 
 
 def test_a_hub_name_loads_from_the_hugging_face_cache_without_network(bert, tmp_path):

@@ -53,7 +53,8 @@ class Model:
                                n_positions=n_positions, n_actions=len(self.inventory.actions),
                                n_arc_transitions=self.inventory.n_arc_columns,
                                tag_classes={c: len(vocabs.tag_columns[c]) - TAG_CLASS_OFFSET for c in self.tag_columns},
-                               encoder_states=(self.encoder.n_states, self.encoder.dim) if self.encoder else (0, 0))
+                               encoder_states=(self.encoder.n_states, self.encoder.dim) if self.encoder else (0, 0),
+                               finetuned=self.encoder.model if self.encoder and self.encoder.trainable else None)
         ext_index = {w: i + 2 for i, w in enumerate(self.ext_words)}
         #: the tensors a batch of sentences turns into: ``model.inputs(sentences, ...)``
         self.inputs = Inputs(config, vocabs, ext_index, self.network, self.encoder)
@@ -115,7 +116,8 @@ class Model:
             "ext_words": self.ext_words,
             "ext_dim": self.ext_dim,
             **self.inventory.to_data(),
-            "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()},
+            "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()
+                        if k not in self._frozen_table_keys()},
             "max_train_length": self.max_train_length,
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder else None,
         }
@@ -138,11 +140,26 @@ class Model:
         _check_fingerprint(model.encoder, data.get("encoder_fingerprint"))
         if not model.inventory.matches(data):
             raise ValueError("the checkpoint's action inventory differs from the transition system's")
-        model.network.load_state_dict(data["weights"])
+        missing, unexpected = model.network.load_state_dict(data["weights"], strict=False)
+        missing = [key for key in missing if key not in model._frozen_table_keys()]
+        if missing or unexpected:
+            found = [f"{what}: {', '.join(keys[:3])}" for what, keys in (("missing", missing), ("unexpected", unexpected))
+                     if keys]
+            raise ValueError(f"the checkpoint's weights do not fit the network ({'; '.join(found)})")
         model.max_train_length = data.get("max_train_length")  # absent from older checkpoints
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model
+
+
+    def _frozen_table_keys(self) -> set[str]:
+        """The network's weights that checkpoints leave out: a fine-tuned encoder's
+        frozen token-embedding table, which its folder holds (fingerprinted)."""
+        if self.encoder is None or not self.encoder.trainable:
+            return set()
+        table = self.encoder.frozen_table()
+        return {f"{name}.{key}" for name, module in self.network.named_modules() if module is table
+                for key in module.state_dict()}
 
 
 def _encoder(config: Config):

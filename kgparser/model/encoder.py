@@ -29,14 +29,27 @@ so every subword belongs to one word (``word_ids``).
   is cut off and each sees at least about ``overlap / 2`` subwords of context
   on every side that has them.  ROOT's state comes from the first window.
 
-The encoder is frozen: no gradient reaches it, it runs in evaluation mode
-(no dropout), so a sentence's states are a function of its words, which
-:class:`~kgparser.model.inputs.Inputs` caches.  States are returned in
-float16 (the cache holds many), always, so cached and fresh states are equal.
+By default the encoder is frozen: no gradient reaches it, it runs in
+evaluation mode (no dropout), so a sentence's states are a function of its
+words, which :class:`~kgparser.model.inputs.Inputs` caches.  Frozen states
+are returned in float16 (the cache holds many), always, so cached and fresh
+states are equal.
+
+With ``finetune`` (config ``model.encoder.finetune``) the transformer layers
+train with the parser at their own learning rate, with the model's dropout in
+training (fine-tuning as in Kondratyuk & Straka 2019, UDify, section 3; and
+SuPar's BERT embedding): :class:`~kgparser.model.Model` makes the transformer
+part of its network, so the trainer's optimizer, weight average, gradient
+clipping and checkpoints take it in like any other layer, and its states
+(float32, with gradients) are computed anew for every batch.  The
+token-embedding table stays frozen: it is most of a multilingual model's
+weights (366 of e5-small's 448 MB), and a word unseen in training keeps
+pieces that agree with the trained ones.
 
 A checkpoint names the encoder (its path or hub name) and stores its
 :attr:`Encoder.fingerprint` (sha256 of the configuration, tokenizer and weight
-files), not its weights.
+files), not its weights, but for the fine-tuned layers: all except the
+token-embedding table (:meth:`Encoder.frozen_table`).
 """
 from __future__ import annotations
 
@@ -110,6 +123,8 @@ class Encoder:
         transformers = _transformers()
         self.name = cfg.path
         self.pooling = cfg.pooling
+        #: trained with the parser (``model.encoder.finetune``), else frozen
+        self.trainable = cfg.finetune
         local = Path(cfg.path).is_dir()
         if not local and Path(cfg.path).is_absolute():
             raise EncoderNotFound(f"model.encoder.path: {cfg.path}: no such folder")
@@ -125,7 +140,7 @@ class Encoder:
         if self.layers > total:
             raise EncoderError(f"model.encoder.layers: {self.layers}: {cfg.path} has {total} layers")
         self.table = model.get_input_embeddings() if self.layers == 0 else None
-        self.model = None if self.layers == 0 else _prepared(model, self.layers, cfg.quantize)
+        self.model = None if self.layers == 0 else _prepared(model, self.layers, cfg.quantize, cfg.finetune)
         self.n_states = 1 if self.layers == 0 else self.layers + 1
         self.dim = self.table.embedding_dim if self.table is not None else model.config.hidden_size
         self.window, self.overlap = self._windows(cfg, model.config)
@@ -164,18 +179,26 @@ class Encoder:
                 module.to(self.device)
         return self
 
+    def frozen_table(self) -> nn.Module:
+        """The token-embedding table, which stays frozen and out of checkpoints
+        also when the transformer layers are fine-tuned."""
+        return self.model.get_input_embeddings() if self.model is not None else self.table
+
     # -- states ---------------------------------------------------------------------------
 
-    @torch.no_grad()
     def word_states(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
-        """Per sentence of ``n`` words, its states ``[n + 1, S, H]`` (float16, on the
-        CPU; ROOT first), computed in batches of sentences of similar length."""
+        """Per sentence of ``n`` words, its states ``[n + 1, S, H]`` (ROOT first),
+        computed in batches of sentences of similar length: float16 on the CPU
+        from a frozen encoder; float32 on the encoder's device, with gradients
+        where they are enabled, from a fine-tuned one."""
         pieces = [self._pieces(words) for words in sentences]
         results: list = [None] * len(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(pieces[i][0]))
-        for batch in self._batches(order, pieces):
-            for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch])):
-                results[i] = self._pooled(states, *pieces[i][1:], len(sentences[i])).to("cpu", STATE_DTYPE)
+        with contextlib.nullcontext() if self.trainable else torch.no_grad():
+            for batch in self._batches(order, pieces):
+                for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch])):
+                    words = self._pooled(states, *pieces[i][1:], len(sentences[i]))
+                    results[i] = words if self.trainable else words.to("cpu", STATE_DTYPE)
         return results
 
     def _pieces(self, words: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -285,9 +308,10 @@ def _central_rows(count: int, starts: list[int], window: int, offset: int, strid
     return chosen * stride + offset + position - starts[chosen]
 
 
-def _prepared(model: nn.Module, layers: int, quantize: bool) -> nn.Module:
-    """The model cut to its bottom ``layers`` layers, frozen, in evaluation mode,
-    its linear layers quantized to int8 where asked."""
+def _prepared(model: nn.Module, layers: int, quantize: bool, trainable: bool) -> nn.Module:
+    """The model cut to its bottom ``layers`` layers, in evaluation mode, frozen
+    (``trainable``: all but its token-embedding table), its linear layers
+    quantized to int8 where asked."""
     total = model.config.num_hidden_layers
     if layers < total:
         stacks = [(owner, name) for owner in model.modules() for name, child in owner.named_children()
@@ -298,7 +322,8 @@ def _prepared(model: nn.Module, layers: int, quantize: bool) -> nn.Module:
         owner, name = stacks[0]
         setattr(owner, name, getattr(owner, name)[:layers])
         model.config.num_hidden_layers = layers
-    model.eval().requires_grad_(False)
+    model.eval().requires_grad_(trainable)
+    model.get_input_embeddings().requires_grad_(False)
     if quantize:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao

@@ -1,11 +1,11 @@
 """What a batch of sentences turns into for the network: padded word, tag and
-pretrained-word ids, character ids or vectors, and the frozen encoder's states.
+pretrained-word ids, character ids or vectors, and the encoder's states.
 
 :class:`Inputs` owns the mapping from the vocabularies to tensors and the
 cache of encoder states (:class:`StateCache`): the states of a sentence are a
-function of its words alone (the encoder is frozen, in evaluation mode), so
+function of its words alone (a frozen encoder runs in evaluation mode), so
 they are computed once and reused, in training every epoch, at parse time for
-repeated sentences.
+repeated sentences.  A fine-tuned encoder's states are computed for each batch.
 """
 from __future__ import annotations
 
@@ -149,9 +149,13 @@ class Inputs:
             tags[(rng.random(tags.shape) < cfg.pos_dropout) & (tags > ROOT_ID)] = UNK_ID
 
     def _encoder_states(self, sentences: Sequence, width: int) -> torch.Tensor:
-        """The encoder's states of the batch, zero-padded to ``[batch, width, S, H]``."""
-        states = self.states.states(self.encoder, sentences)
-        padded = torch.zeros((len(sentences), width, *states[0].shape[1:]), dtype=states[0].dtype)
+        """The encoder's states of the batch, zero-padded to ``[batch, width, S, H]``
+        (cached unless the encoder is fine-tuned: then they change with its weights)."""
+        if self.encoder.trainable:
+            states = self.encoder.word_states([sentence.forms for sentence in sentences])
+        else:
+            states = self.states.states(self.encoder, sentences)
+        padded = states[0].new_zeros((len(sentences), width, *states[0].shape[1:]))
         for i, sentence_states in enumerate(states):
             padded[i, :len(sentence_states)] = sentence_states
         return padded.to(self.device)

@@ -50,9 +50,12 @@ SLOTS_PER_POSITION = 3  # the position itself, its leftmost and its rightmost mo
 class Network(nn.Module):
     def __init__(self, cfg: ModelConfig, *, n_words: int, n_tags: int, n_chars: int, n_ext: int,
                  ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int,
-                 tag_classes: dict[str, int] | None = None, encoder_states: tuple[int, int] = (0, 0)):
+                 tag_classes: dict[str, int] | None = None, encoder_states: tuple[int, int] = (0, 0),
+                 finetuned: nn.Module | None = None):
         """``tag_classes``: number of classes of each column the tagger predicts (none: no tagger);
-        ``encoder_states``: how many states of what size the encoder gives each word (none: no encoder)."""
+        ``encoder_states``: how many states of what size the encoder gives each word (none: no encoder);
+        ``finetuned``: the encoder's transformer where it trains with the network (``model.encoder.finetune``),
+        so that its weights are the network's (optimizer, averages, ``train()``/``eval()``, checkpoints)."""
         super().__init__()
         self.n_slots = n_positions * SLOTS_PER_POSITION
         # with a separate label MLP the two hidden layers are computed as one of twice
@@ -99,6 +102,7 @@ class Network(nn.Module):
         self.label_out = nn.Linear(cfg.mlp_hidden, max(n_arc_transitions, 1))
         # made last, so that a model without a tagger draws its initial weights as before
         self.taggers = TagHeads(dim, tag_classes, cfg.tagger.hidden) if tag_classes else None
+        self.finetuned_encoder = finetuned
 
     def embedding_tables(self) -> dict[str, nn.Parameter]:
         """The word and pretrained-vector tables by the input key of their ids: large,

@@ -112,6 +112,16 @@ def _adam(params, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, betas=betas, foreach=True)
 
 
+def _parameter_groups(network, params: list, config: Config) -> list[dict]:
+    """The optimizer's groups: a fine-tuned encoder's layers at ``model.encoder.lr``
+    (pretrained weights want small steps), the rest at ``training.lr``."""
+    if network.finetuned_encoder is None:
+        return [{"params": params}]
+    encoder = {id(p) for p in network.finetuned_encoder.parameters()}
+    return [{"params": [p for p in params if id(p) not in encoder]},
+            {"params": [p for p in params if id(p) in encoder], "lr": config.model.encoder.lr}]
+
+
 class Trainer:
     """Trains a :class:`Model` on gold sentences; see the module docstring."""
 
@@ -124,7 +134,7 @@ class Trainer:
         model.inputs.keep_all_states()
         self.policy = ExplorationPolicy(cfg.margin, cfg.p_agg)
         params = [p for p in model.network.parameters() if p.requires_grad]
-        self.optimizer = _adam(params, cfg.lr, (cfg.beta1, cfg.beta2))
+        self.optimizer = _adam(_parameter_groups(model.network, params, config), cfg.lr, (cfg.beta1, cfg.beta2))
         #: the weights evaluated and saved, when ``training.ema_decay`` > 0
         self.average = WeightAverage(params, cfg.ema_decay) if cfg.ema_decay > 0 else None
         #: averages the gradients over processes between backward and the step, told
