@@ -39,11 +39,13 @@ for s in 1 2 3; do
   run hu-acc-s$s $HU hu_szeged --set seed=$s &
   run tr-acc-s$s $HU tr_imst --set seed=$s --set training.epochs=20 &
 done
-run hu-l12-s1 $HU hu_szeged --set model.encoder.layers=12 &
+# variants of the Hungarian recipe (which fine-tunes 6 layers); frozen ones say finetune=false
+FROZEN="--set model.encoder.finetune=false"
+run hu-l8-s1 $HU hu_szeged --set model.encoder.layers=8 &
 run hu-first-s1 $HU hu_szeged --set model.encoder.pooling=first &
-run hu-l6-s1 $HU hu_szeged --set model.encoder.layers=6 &
-run hu-l8q-s1 $HU hu_szeged --set model.encoder.quantize=true &
+run hu-frozen-s1 $HU hu_szeged $FROZEN &
+run hu-l8q-s1 $HU hu_szeged $FROZEN --set model.encoder.layers=8 --set model.encoder.quantize=true &
 run hu-nochar-s1 $HU hu_szeged --set model.char_dim=0 &
-run hu-l0-s1 $HU hu_szeged --set model.encoder.layers=0 &
+run hu-l0-s1 $HU hu_szeged $FROZEN --set model.encoder.layers=0 &
 wait
 cd "$R" && tar czf "$OUT/accurate.tgz" --exclude='*.pt' --exclude='tensorboard' --exclude='events.*' . && ls -la "$OUT"
