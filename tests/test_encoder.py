@@ -22,6 +22,7 @@ from kgparser.model.checkpoint import CheckpointError  # noqa: E402
 from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound, fingerprint  # noqa: E402
 from kgparser.model.inputs import StateCache  # noqa: E402
 from kgparser.inference.parser import Parser  # noqa: E402
+from kgparser.training.trainer import Trainer  # noqa: E402
 from kgparser.vocab import Vocabularies  # noqa: E402
 from test_cli_train_parse import write_config  # noqa: E402
 from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # noqa: E402
@@ -429,6 +430,15 @@ def test_a_finetuned_encoders_states_are_computed_anew_with_gradients(finetuned)
     layer = model.network.finetuned_encoder.encoder.layer[0].attention.self.query.weight
     assert layer.grad is not None and layer.grad.abs().sum() > 0
     assert model.encoder.frozen_table().weight.grad is None
+
+
+def test_the_finetuned_layers_train_at_their_own_rate(finetuned):
+    model = Model.load(finetuned / "run" / "best.pt")
+    groups = Trainer(model, model.config).optimizer.param_groups
+    encoder = {id(p) for p in model.network.finetuned_encoder.parameters() if p.requires_grad}
+    assert [group["lr"] for group in groups] == [model.config.training.lr, 0.01]
+    assert {id(p) for p in groups[1]["params"]} == encoder
+    assert not encoder & {id(p) for p in groups[0]["params"]}
 
 
 def test_a_finetuned_checkpoint_missing_a_layer_is_inconsistent(finetuned, tmp_path):

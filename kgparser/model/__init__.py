@@ -151,7 +151,6 @@ class Model:
             model.network.ext_emb.weight.requires_grad_(False)
         return model
 
-
     def _frozen_table_keys(self) -> set[str]:
         """The network's weights that checkpoints leave out: a fine-tuned encoder's
         frozen token-embedding table, which its folder holds (fingerprinted)."""

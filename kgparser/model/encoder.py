@@ -37,8 +37,8 @@ states are equal.
 
 With ``finetune`` (config ``model.encoder.finetune``) the transformer layers
 train with the parser at their own learning rate, with the model's dropout in
-training (fine-tuning as in Kondratyuk & Straka 2019, UDify, section 3; and
-SuPar's BERT embedding): :class:`~kgparser.model.Model` makes the transformer
+training (fine-tuning as UDify does, Kondratyuk & Straka 2019, and SuPar's
+BERT embedding): :class:`~kgparser.model.Model` makes the transformer
 part of its network, so the trainer's optimizer, weight average, gradient
 clipping and checkpoints take it in like any other layer, and its states
 (float32, with gradients) are computed anew for every batch.  The
