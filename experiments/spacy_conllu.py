@@ -7,16 +7,21 @@
 Both parse commands also write UPOS and FEATS where the pipeline sets them
 (a morphologizer or tagger), and leave the input's where it does not.
 Only the standard library is used for CoNLL-U (spaCy is imported by the
-parse commands alone); kgparser is not imported, so the two parsers share no
-code.
+parse commands alone).  Of kgparser only its torch-free file writer is
+imported, from the source tree (kgparser is not installed in spaCy's
+environment), so that outputs are written as kgparser's are: a regular file
+replaced whole or not at all, a symlink's target written, a device or FIFO
+streamed; the two parsers share no other code.
 """
 import argparse
-import contextlib
-import os
 import re
 import sys
-import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kgparser.atomic import atomic_open  # noqa: E402
+from kgparser.errors import KgparserError  # noqa: E402
 
 UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = 3, 4, 5, 6, 7, 8, 9
 
@@ -41,25 +46,10 @@ def sentences(path):
         yield lines
 
 
-@contextlib.contextmanager
-def written(dst):
-    """An open text file that becomes DST only when the block ends without an
-    error (a temporary file beside it, renamed), so DST is never half-written."""
-    folder = os.path.dirname(os.path.abspath(dst))
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=".spacy_conllu-", delete=False)
-    try:
-        with handle:
-            yield handle
-        os.replace(handle.name, dst)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
-
-
 def strip(src, dst, tree=False):
     """Write SRC with the tag columns (and, with TREE, the gold tree columns) of every word set to '_'."""
     blank = (UPOS, XPOS, FEATS) + ((HEAD, DEPREL, DEPS) if tree else ())
-    with written(dst) as out:
+    with atomic_open(dst) as out:
         for sent in sentences(src):
             for line in sent:
                 cols = line.split("\t")
@@ -109,7 +99,7 @@ def parse(model, src, dst, batch_size=None):
             yield doc
 
     n_words = n_roots = 0
-    with written(dst) as out:
+    with atomic_open(dst) as out:
         for sent, doc in zip(sents, nlp.pipe(docs(), batch_size=batch_size)):
             tokens = iter(doc)
             for line in sent:
@@ -192,7 +182,7 @@ def parse_raw(model, src, dst, batch_size=None):
         text = f.read()
     paras = paragraphs(text)
     n_sents = n_words = n_fixed = 0
-    with written(dst) as out:
+    with atomic_open(dst) as out:
         for doc in nlp.pipe(paras, batch_size=batch_size):
             first = True
             for sent in doc.sents:
@@ -231,12 +221,15 @@ def main():
     r.add_argument("dst")
     r.add_argument("--batch-size", type=int, default=None, help="nlp.pipe batch size (default: the pipeline's)")
     args = ap.parse_args()
-    if args.cmd == "strip":
-        strip(args.src, args.dst, args.tree)
-    elif args.cmd == "parse":
-        parse(args.model, args.src, args.dst, args.batch_size)
-    else:
-        parse_raw(args.model, args.src, args.dst, args.batch_size)
+    try:
+        if args.cmd == "strip":
+            strip(args.src, args.dst, args.tree)
+        elif args.cmd == "parse":
+            parse(args.model, args.src, args.dst, args.batch_size)
+        else:
+            parse_raw(args.model, args.src, args.dst, args.batch_size)
+    except KgparserError as error:  # a file that cannot be written: one line naming it
+        sys.exit(f"spacy_conllu.py: {error}")
 
 
 if __name__ == "__main__":

@@ -347,8 +347,10 @@ def test_cluster_engine_without_its_package_says_what_to_install(tiny_grid, fake
 
 
 def test_spacy_conllu_writes_its_output_whole_or_not_at_all(tmp_path):
-    """experiments/spacy_conllu.py (run in spaCy's environment, without kgparser)
-    renames a finished temporary file onto its output."""
+    """experiments/spacy_conllu.py (run in spaCy's environment, without kgparser
+    installed) writes through kgparser's atomic path: a finished file replaces
+    its output, a symlink's target is written, a device is streamed to, and an
+    unwritable path is one line."""
     import subprocess
 
     script = Path(__file__).resolve().parents[1] / "experiments" / "spacy_conllu.py"
@@ -362,3 +364,13 @@ def test_spacy_conllu_writes_its_output_whole_or_not_at_all(tmp_path):
     assert failed.returncode != 0
     assert target.read_text(encoding="utf-8").startswith("1\ta\t_\t_")  # the earlier output, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.conllu", "out.conllu"]
+    source.write_text("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    link = tmp_path / "link.conllu"
+    link.symlink_to(target)
+    subprocess.run([sys.executable, str(script), "strip", str(source), str(link)], check=True)
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == "1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    assert subprocess.run([sys.executable, str(script), "strip", str(source), "/dev/null"]).returncode == 0
+    missing = subprocess.run([sys.executable, str(script), "strip", str(source), str(tmp_path / "no" / "out")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stderr.strip().splitlines() == \
+        [f"spacy_conllu.py: {tmp_path / 'no' / 'out'}: the folder {tmp_path / 'no'} does not exist"]

@@ -110,6 +110,7 @@ class Model:
 
     def to_data(self) -> dict:
         """Plain data: config, vocabularies, inventories and CPU weights (no pickled objects)."""
+        left_out = self._frozen_table_keys()
         return {
             "config": self.config.to_dict(),
             "vocabs": self.vocabs.to_data(),
@@ -117,7 +118,7 @@ class Model:
             "ext_dim": self.ext_dim,
             **self.inventory.to_data(),
             "weights": {k: v.detach().cpu() for k, v in self.network.state_dict().items()
-                        if k not in self._frozen_table_keys()},
+                        if k not in left_out},
             "max_train_length": self.max_train_length,
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder else None,
         }
@@ -141,7 +142,8 @@ class Model:
         if not model.inventory.matches(data):
             raise ValueError("the checkpoint's action inventory differs from the transition system's")
         missing, unexpected = model.network.load_state_dict(data["weights"], strict=False)
-        missing = [key for key in missing if key not in model._frozen_table_keys()]
+        left_out = model._frozen_table_keys()
+        missing = [key for key in missing if key not in left_out]
         if missing or unexpected:
             found = [f"{what}: {', '.join(keys[:3])}" for what, keys in (("missing", missing), ("unexpected", unexpected))
                      if keys]
