@@ -44,7 +44,8 @@ A precision, recall or F1 without anything to count (0 / 0) is 0.
 
 Sentence by sentence (:attr:`Scores.by_sentence`, the terms of paired
 significance tests over sentences): the scored words, the correct heads and
-correct heads with full labels, and, where counted, the non-projective counts.
+correct heads with full labels, the words with a gold UPOS and those tagged right,
+and, where counted, the non-projective counts.
 """
 from __future__ import annotations
 
@@ -192,7 +193,8 @@ class Scores:
     tagged: dict[str, int] = field(default_factory=dict)
     correct_tags: dict[str, int] = field(default_factory=dict)
     #: count -> its value in each sentence, in order: ``words``, ``correct_heads`` and
-    #: ``correct_labeled`` (as the totals), and where counted ``nonprojective_gold``,
+    #: ``correct_labeled`` (as the totals), ``upos_words`` and ``correct_upos`` (the
+    #: scored words with a gold UPOS, those predicted right), and where counted ``nonprojective_gold``,
     #: ``_found``, ``_predicted`` and ``_right``
     by_sentence: dict[str, list[int]] = field(default_factory=dict)
 
@@ -336,7 +338,9 @@ def _score_sentence(scores: Scores, gold: Sentence, pred: Sentence, gold_has_fea
     scores.excluded_punct += gold.n - len(scored)
     scores.complete_unlabeled += heads == len(scored)
     scores.complete_labeled += labeled == len(scored)
-    counts = {"words": len(scored), "correct_heads": heads, "correct_labeled": labeled}
+    tagged = [d - 1 for d in scored if gold.upos[d - 1] is not None]
+    counts = {"words": len(scored), "correct_heads": heads, "correct_labeled": labeled, "upos_words": len(tagged),
+              "correct_upos": sum(pred.upos[i] == gold.upos[i] for i in tagged)}
     if scores.nonprojective is not None:
         nonprojective = nonprojective_counts(gold, pred, set(scored))
         scores.nonprojective += nonprojective

@@ -72,6 +72,22 @@ def test_against_a_second_prediction(capsys):
     assert "LAS      50.00   50.00       +0.00   1.0000" in out
 
 
+def test_against_compares_upos_where_tags_were_predicted(capsys, tmp_path):
+    mistagged = tmp_path / "mistagged.conllu"
+    lines = Path(PRED).read_text(encoding="utf-8").splitlines()
+    lines = [line.replace("\tNOUN\t", "\tVERB\t").replace("\tPRON\t", "\tDET\t") for line in lines]
+    mistagged.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["evaluate", GOLD, PRED, "--against", str(mistagged), "--json"]) == 0
+    upos = json.loads(capsys.readouterr().out)["against"]["upos"]
+    assert (upos["pred"], upos["against"]) == (1.0, pytest.approx(6 / 8))
+    assert 0 < upos["p_value"] <= 1
+    assert main(["evaluate", GOLD, PRED, "--against", str(mistagged)]) == 0
+    assert "UPOS    100.00   75.00      -25.00" in capsys.readouterr().out
+    # both copying the gold UPOS: nothing to compare
+    assert main(["evaluate", GOLD, PRED, "--against", GOLD, "--json"]) == 0
+    assert "upos" not in json.loads(capsys.readouterr().out)["against"]
+
+
 def test_nothing_to_score_is_an_error_naming_the_files(capsys, tmp_path):
     empty = tmp_path / "empty.conllu"
     empty.write_text("", encoding="utf-8")

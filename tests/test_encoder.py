@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -28,6 +29,7 @@ from test_cli_train_parse import write_config  # noqa: E402
 from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # noqa: E402
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
+ROOT = Path(__file__).resolve().parents[1]
 torch.set_num_threads(1)
 transformers.utils.logging.disable_progress_bar()  # the tests' own saving of tiny models
 
@@ -498,3 +500,28 @@ def test_an_encoder_model_trains_and_parses_on_cuda(tmp_path):
     on_cpu = Parser.load(checkpoint).parse(dev)
     on_gpu = Parser.load(checkpoint, device="cuda").parse(dev)
     assert [s.to_conllu() for s in on_gpu] == [s.to_conllu() for s in on_cpu]
+
+
+def test_a_compact_encoder_keeps_the_states_of_its_treebanks(bert, tmp_path):
+    """experiments/compact_encoder.py (how the encoder travels to a lent GPU
+    machine): the embedding rows no word of the treebank uses are zero, the
+    others and the layers unchanged, and the unpacked folder loads."""
+    treebank = tmp_path / "tb.conllu"
+    treebank.write_text("".join(f"{i}\t{w}\t_\t_\t_\t_\t{i - 1}\tdep\t_\t_\n"
+                                for i, w in enumerate(["the", "dogs", "played", "."], 1)) + "\n", encoding="utf-8")
+    script = str(ROOT / "experiments" / "compact_encoder.py")
+    for command in (["pack", str(bert), str(tmp_path / "packed"), str(treebank)],
+                    ["unpack", str(tmp_path / "packed"), str(tmp_path / "unpacked")]):
+        done = subprocess.run([sys.executable, script, *command], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    packed = {p.name for p in (tmp_path / "packed").iterdir()}
+    assert packed == {p.name for p in bert.iterdir()} - {"model.safetensors", "tokenizer.json"} | {
+        "model.safetensors.xz", "tokenizer.json.xz"}
+    full, compact = (transformers.AutoModel.from_pretrained(path).eval() for path in (bert, tmp_path / "unpacked"))
+    table, packed_table = full.embeddings.word_embeddings.weight, compact.embeddings.word_embeddings.weight
+    vocabulary = transformers.AutoTokenizer.from_pretrained(tmp_path / "unpacked").get_vocab()
+    kept = {vocabulary[piece] for piece in SPECIALS + ["the", "dog", "##s", "play", "##ed", "."]}
+    for row in range(table.shape[0]):
+        assert torch.equal(packed_table[row], table[row] if row in kept else torch.zeros_like(table[row])), row
+    assert all(torch.equal(a, b) for (name, a), (_, b) in zip(full.named_parameters(), compact.named_parameters())
+               if "word_embeddings" not in name)

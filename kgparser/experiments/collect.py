@@ -58,12 +58,17 @@ class RunResult:
 
 def compare_predictions(gold_sentences, pred_a, pred_b, *, punct: bool = True, test: str = "bootstrap",
                         samples: int = 10_000) -> dict[str, PairedResult]:
-    """UAS and LAS (full labels) of two predictions of the same gold sentences, each
-    difference (``b - a``) with a paired significance test over the sentences."""
+    """UAS and LAS (full labels) of two predictions of the same gold sentences, and
+    UPOS where either predicted its tags (both copying the gold UPOS would compare
+    nothing), each difference (``b - a``) with a paired significance test over the
+    sentences."""
     a = evaluate(gold_sentences, pred_a, punct=punct, nonprojective=False).by_sentence
     b = evaluate(gold_sentences, pred_b, punct=punct, nonprojective=False).by_sentence
-    return {metric: paired_test(test, a[count], b[count], a["words"], samples=samples)
-            for metric, count in (("uas", "correct_heads"), ("las", "correct_labeled"))}
+    metrics = [("uas", "correct_heads", "words"), ("las", "correct_labeled", "words")]
+    if a["correct_upos"] != a["upos_words"] or b["correct_upos"] != b["upos_words"]:
+        metrics.append(("upos", "correct_upos", "upos_words"))
+    return {metric: paired_test(test, a[count], b[count], a[words], samples=samples)
+            for metric, count, words in metrics}
 
 
 def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
