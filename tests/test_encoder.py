@@ -125,6 +125,33 @@ def test_layers_zero_is_a_lookup_of_the_token_embeddings(bert):
     assert close(states[2, 0], table[vocab["dog"]])
 
 
+@pytest.mark.parametrize("saved_as", ["float16", "bfloat16", "task model", "pytorch .bin"])
+def test_layers_zero_reads_the_table_in_place_without_loading_the_model(bert, tmp_path, monkeypatch, saved_as):
+    """The table is memory-mapped from the safetensors file whatever its float
+    type or key prefix; a folder without safetensors loads the model instead."""
+    folder = tmp_path / "saved"
+    shutil.copytree(bert, folder)
+    (folder / "model.safetensors").unlink()
+    model = transformers.AutoModel.from_pretrained(bert)
+    if saved_as == "task model":  # keys under the base-model prefix: bert.embeddings...
+        tagger = transformers.BertForTokenClassification(model.config)
+        tagger.bert.load_state_dict(model.state_dict(), strict=False)
+        tagger.save_pretrained(folder)
+    elif saved_as == "pytorch .bin":
+        model.config.save_pretrained(folder)
+        torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    else:
+        model.to(getattr(torch, saved_as)).save_pretrained(folder)
+    table = transformers.AutoModel.from_pretrained(folder).get_input_embeddings().weight.detach().float()
+    if saved_as != "pytorch .bin":
+        monkeypatch.setattr(transformers.AutoModel, "from_pretrained", lambda *a, **k: pytest.fail("model loaded"))
+    encoder = Encoder(EncoderConfig(path=str(folder), layers=0))
+    vocab = encoder.tokenizer.get_vocab()
+    states = encoder.word_states([["playing", "dog"]])[0]
+    assert torch.equal(states[2, 0], table[vocab["dog"]].to(states.dtype))
+    assert close(states[1, 0], (table[vocab["play"]] + table[vocab["##ing"]]) / 2)
+
+
 def test_fewer_layers_give_the_bottom_states(bert):
     full = Encoder(EncoderConfig(path=str(bert))).word_states([["the", "dog"]])[0]
     one = Encoder(EncoderConfig(path=str(bert), layers=1)).word_states([["the", "dog"]])[0]

@@ -15,7 +15,9 @@ so every subword belongs to one word (``word_ids``).
 * ``layers`` (config ``model.encoder.layers``): only the bottom N layers are
   kept and run (the middle layers carry the most syntax, and the top ones
   cost time); ``0`` keeps the token-embedding table alone: each subword's
-  vector is a lookup, with no position and no transformer run.
+  vector is a lookup, with no position and no transformer run, read in place
+  from a local folder's safetensors file (:mod:`kgparser.model.token_table`)
+  without loading the model.
 * Pooling: the ``mean`` or the ``first`` of a word's subwords, leaving out a
   bare word-boundary piece (SentencePiece's lone ``▁``, byte-level BPE's
   ``Ġ``) unless the word has nothing else: it says where a word starts, not
@@ -65,6 +67,7 @@ from torch import nn
 
 from ..config import EncoderConfig
 from ..errors import KgparserError
+from .token_table import token_table
 
 #: word-start markers of SentencePiece and byte-level BPE, which are also pieces of their own
 BOUNDARY_PIECES = ("▁", "Ġ")
@@ -128,22 +131,27 @@ class Encoder:
         local = Path(cfg.path).is_dir()
         if not local and Path(cfg.path).is_absolute():
             raise EncoderNotFound(f"model.encoder.path: {cfg.path}: no such folder")
-        self.tokenizer, model = _loaded(transformers, cfg.path, local)
+        self.tokenizer = _loaded(transformers.AutoTokenizer, cfg.path, local)
         if not self.tokenizer.is_fast:
             raise EncoderError(f"model.encoder.path: {cfg.path}: has no fast tokenizer (tokenizer.json), "
                                f"which aligns subwords with words")
-        self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
+        config = _loaded(transformers.AutoConfig, cfg.path, local)
         self.prefix, self.suffix = self._special_tokens()
         self.boundary_ids = self._boundary_ids()
-        total = model.config.num_hidden_layers
+        total = config.num_hidden_layers
         self.layers = total if cfg.layers is None else cfg.layers
         if self.layers > total:
             raise EncoderError(f"model.encoder.layers: {self.layers}: {cfg.path} has {total} layers")
-        self.table = model.get_input_embeddings() if self.layers == 0 else None
+        # layers 0 of a local folder: the table in place, not the whole model (hub models load whole)
+        self.table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
+        model = None if self.table is not None else _loaded(transformers.AutoModel, cfg.path, local)
+        if self.layers == 0:
+            self.table = self.table or model.get_input_embeddings()
         self.model = None if self.layers == 0 else _prepared(model, self.layers, cfg.quantize, cfg.finetune)
+        self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
         self.n_states = 1 if self.layers == 0 else self.layers + 1
-        self.dim = self.table.embedding_dim if self.table is not None else model.config.hidden_size
-        self.window, self.overlap = self._windows(cfg, model.config)
+        self.dim = self.table.embedding_dim if self.table is not None else config.hidden_size
+        self.window, self.overlap = self._windows(cfg, config)
         self.device = torch.device("cpu")
 
     def _special_tokens(self) -> tuple[list[int], list[int]]:
@@ -331,16 +339,15 @@ def _prepared(model: nn.Module, layers: int, quantize: bool, trainable: bool) ->
     return model
 
 
-def _loaded(transformers, name: str, local: bool) -> tuple:
-    """The tokenizer and model of a folder, or of a hub name: from the Hugging Face
-    cache where it is there (no network, no waiting on an unreachable hub), else
-    downloaded."""
+def _loaded(auto_class, name: str, local: bool):
+    """The tokenizer, configuration or model (``auto_class``) of a folder, or of a
+    hub name: from the Hugging Face cache where it is there (no network, no
+    waiting on an unreachable hub), else downloaded."""
     problem = None
-    with _quiet(transformers):
+    with _quiet(_transformers()):
         for offline in (True,) if local else (True, False):
             try:
-                return (transformers.AutoTokenizer.from_pretrained(name, local_files_only=offline),
-                        transformers.AutoModel.from_pretrained(name, local_files_only=offline))
+                return auto_class.from_pretrained(name, local_files_only=offline)
             except (OSError, ValueError) as error:
                 problem = error
     raise EncoderNotFound(f"model.encoder.path: {name}: cannot load it as a Hugging Face model folder or hub name "
