@@ -188,9 +188,9 @@ class Encoder:
         return self
 
     def frozen_table(self) -> nn.Module:
-        """The token-embedding table, which stays frozen and out of checkpoints
-        also when the transformer layers are fine-tuned."""
-        return self.model.get_input_embeddings() if self.model is not None else self.table
+        """The transformer's token-embedding table, which stays frozen and out of
+        checkpoints also when its layers are fine-tuned."""
+        return self.model.get_input_embeddings()
 
     # -- states ---------------------------------------------------------------------------
 
