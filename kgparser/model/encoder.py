@@ -142,17 +142,23 @@ class Encoder:
         self.layers = total if cfg.layers is None else cfg.layers
         if self.layers > total:
             raise EncoderError(f"model.encoder.layers: {self.layers}: {cfg.path} has {total} layers")
-        # layers 0 of a local folder: the table in place, not the whole model (hub models load whole)
-        self.table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
-        model = None if self.table is not None else _loaded(transformers.AutoModel, cfg.path, local)
-        if self.layers == 0:
-            self.table = self.table or model.get_input_embeddings()
-        self.model = None if self.layers == 0 else _prepared(model, self.layers, cfg.quantize, cfg.finetune)
+        self.table, self.model = self._table_or_model(cfg, config, local)
+        # after the weights are loaded: a hub model's snapshot folder then holds them
         self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
         self.n_states = 1 if self.layers == 0 else self.layers + 1
         self.dim = self.table.embedding_dim if self.table is not None else config.hidden_size
         self.window, self.overlap = self._windows(cfg, config)
         self.device = torch.device("cpu")
+
+    def _table_or_model(self, cfg: EncoderConfig, config, local: bool) -> tuple:
+        """``layers: 0``: the token-embedding table (read in place from a local
+        folder's safetensors file, else from the loaded model) and no model;
+        else no table and the model, prepared."""
+        if self.layers == 0:
+            table = token_table(Path(cfg.path), config.vocab_size) if local else None
+            return table or _loaded(_transformers().AutoModel, cfg.path, local).get_input_embeddings(), None
+        model = _loaded(_transformers().AutoModel, cfg.path, local)
+        return None, _prepared(model, self.layers, cfg.quantize, cfg.finetune)
 
     def _special_tokens(self) -> tuple[list[int], list[int]]:
         """The ids the tokenizer puts before and after a sentence's subwords."""
