@@ -58,11 +58,11 @@ def quantized_copy(folder: Path, out: Path) -> None:
     AutoTokenizer.from_pretrained(folder).save_pretrained(out)
 
 
-def features(folder: Path, layers: int, sentences) -> torch.Tensor:
-    """``[words, layers + 1, H]``: every word's pooled states, sentence after sentence."""
+def features(folder: Path, layers: int, *treebanks) -> list[torch.Tensor]:
+    """Per treebank, ``[words, layers + 1, H]``: every word's pooled states, sentence after sentence."""
     encoder = Encoder(EncoderConfig(path=str(folder), layers=layers))
-    states = encoder.word_states([list(s.forms) for s in sentences])
-    return torch.cat([s[1:] for s in states]).float()
+    return [torch.cat([s[1:] for s in encoder.word_states([list(s.forms) for s in sentences])]).float()
+            for sentences in treebanks]
 
 
 def probe_accuracy(train_x, train_y, dev_x, dev_y, classes: int, seed: int = 1) -> float:
@@ -96,7 +96,7 @@ def main() -> None:
     train_y, dev_y = labels(train), labels(dev)
     with tempfile.TemporaryDirectory() as scratch:
         quantized_copy(args.encoder, Path(scratch))
-        runs = {name: (features(folder, args.layers, train), features(folder, args.layers, dev))
+        runs = {name: features(folder, args.layers, train, dev)
                 for name, folder in (("float32", args.encoder), ("Q4_0", Path(scratch)))}
     cosines = torch.nn.functional.cosine_similarity(runs["float32"][1], runs["Q4_0"][1], dim=2).mean(0)
     print("mean cosine of dev word vectors, float32 against Q4_0, by state (embeddings, layer 1, ...):",

@@ -329,6 +329,7 @@ def evaluate(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Senten
 def _score_sentence(scores: Scores, gold: Sentence, pred: Sentence, gold_has_feats: bool) -> None:
     """Add one sentence to the totals of ``scores`` and its own counts to ``scores.by_sentence``."""
     scored = [d for d in range(1, gold.n + 1) if scores.punct or gold.upos[d - 1] != "PUNCT"]
+    upos_before = scores.tagged.get("upos", 0), scores.correct_tags.get("upos", 0)
     heads = labeled = 0
     for d in scored:
         head_ok, label_ok = _score_word(scores, gold, pred, d, gold_has_feats)
@@ -338,9 +339,9 @@ def _score_sentence(scores: Scores, gold: Sentence, pred: Sentence, gold_has_fea
     scores.excluded_punct += gold.n - len(scored)
     scores.complete_unlabeled += heads == len(scored)
     scores.complete_labeled += labeled == len(scored)
-    tagged = [d - 1 for d in scored if gold.upos[d - 1] is not None]
-    counts = {"words": len(scored), "correct_heads": heads, "correct_labeled": labeled, "upos_words": len(tagged),
-              "correct_upos": sum(pred.upos[i] == gold.upos[i] for i in tagged)}
+    counts = {"words": len(scored), "correct_heads": heads, "correct_labeled": labeled,
+              "upos_words": scores.tagged.get("upos", 0) - upos_before[0],
+              "correct_upos": scores.correct_tags.get("upos", 0) - upos_before[1]}
     if scores.nonprojective is not None:
         nonprojective = nonprojective_counts(gold, pred, set(scored))
         scores.nonprojective += nonprojective

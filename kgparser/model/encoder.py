@@ -154,10 +154,12 @@ class Encoder:
         """``layers: 0``: the token-embedding table (read in place from a local
         folder's safetensors file, else from the loaded model) and no model;
         else no table and the model, prepared."""
-        if self.layers == 0:
-            table = token_table(Path(cfg.path), config.vocab_size) if local else None
-            return table or _loaded(_transformers().AutoModel, cfg.path, local).get_input_embeddings(), None
+        table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
+        if table is not None:
+            return table, None
         model = _loaded(_transformers().AutoModel, cfg.path, local)
+        if self.layers == 0:
+            return model.get_input_embeddings(), None
         return None, _prepared(model, self.layers, cfg.quantize, cfg.finetune)
 
     def _special_tokens(self) -> tuple[list[int], list[int]]:
