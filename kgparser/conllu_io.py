@@ -25,7 +25,9 @@ start at the next word and lie inside the sentence, not overlapping; empty nodes
 when ``require_tree=False``); no word its own head and no cycle (reported as
 "no word is attached to the root" when every word has a head but none is 0); a
 sentence with at least one word; no control character in a word line but the
-TABs between columns (:func:`control_character`).  With ``require_tree=True``
+TABs between columns (:func:`control_character`); no white space in UPOS, XPOS,
+FEATS, DEPREL and DEPS (UD allows it in FORM, LEMMA and MISC only), so that
+every tag and label read can be written back.  With ``require_tree=True``
 (the default, for treebanks) every word needs a HEAD and a DEPREL.  Several root children are
 accepted because parser output may contain them.
 
@@ -68,6 +70,8 @@ _WHITESPACE = re.compile(r"\s")
 #: C0 control characters but TAB, and the Unicode line separators: NUL ends a string in
 #: C tools, the others break lines for Python's ``str.splitlines`` and other readers
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x85\u2028\u2029]")
+#: white space but the TABs between columns, which CoNLL-U allows in FORM, LEMMA and MISC only
+_SPACE = re.compile(r"[^\S\t]")
 
 __all__ = [
     "ConlluError",
@@ -90,6 +94,9 @@ logger = logging.getLogger(__name__)
 
 ID, FORM, LEMMA, UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = range(10)
 COLUMN_NAMES = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+#: the columns without white space besides ID and HEAD (numbers, checked as such): the tags
+#: and labels the parser writes back must be read as they can be written
+_UNSPACED = (UPOS, XPOS, FEATS, DEPREL, DEPS)
 DEFAULT_DEPREL = "dep"
 SAMPLE_SPLITS = ("train", "dev", "test")
 
@@ -223,6 +230,13 @@ class Sentence:
                                    f"(not allowed in CoNLL-U)")
         if "" in cols:
             raise self._error(row, f"empty {COLUMN_NAMES[cols.index('')]} column (use '_')")
+        # one C call on every word line; the columns are looked at only when it finds white
+        # space, mostly in FORM, LEMMA or MISC, where it is allowed
+        if _SPACE.search(text):
+            for column in _UNSPACED:
+                if _SPACE.search(cols[column]):
+                    raise self._error(row, f"{COLUMN_NAMES[column]} {_shown(cols[column])!r} holds white space "
+                                           f"(CoNLL-U allows it in FORM, LEMMA and MISC only)")
         return cols
 
     @staticmethod
@@ -562,8 +576,9 @@ def sentences_from_tokens(token_lists: Iterable[Sequence[str] | Sequence[tuple[s
 
     Each sentence gets a ``# text`` comment (forms joined by spaces) and ``_`` in
     every other column.  Anything else -- a token that is a number, bytes, None or
-    a tuple of another length, a form with a TAB or a control character -- is a
-    :class:`TokenError` naming the sentence and the token (both 1-based).
+    a tuple of another length, a form with a TAB or a control character, a UPOS
+    with white space -- is a :class:`TokenError` naming the sentence and the
+    token (both 1-based).
     """
     sentences = []
     for number, tokens in enumerate(token_lists, start=start):
@@ -582,8 +597,8 @@ def _form_and_upos(token: object, number: int, index: int) -> tuple[str, str]:
     if form is None:
         raise TokenError(f"sentence {number}, token {index}: expected a form or a (form, upos) pair of "
                          f"strings, got {_described(token)}")
-    for name, value in (("form", form), ("UPOS", upos)):
-        problem = value is not None and _field_problem(value)
+    for name, value, spaced in (("form", form, True), ("UPOS", upos, False)):
+        problem = value is not None and _field_problem(value, spaced)
         if problem:
             raise TokenError(f"sentence {number}, token {index}: {name} {value!r} {problem}")
     return form, upos or "_"
@@ -598,14 +613,17 @@ def _pair(token: object) -> tuple[str, str | None] | None:
     return None
 
 
-def _field_problem(value: str) -> str | None:
-    """Why ``value`` cannot be a CoNLL-U column of a token, or None."""
+def _field_problem(value: str, spaced: bool) -> str | None:
+    """Why ``value`` cannot be a CoNLL-U column of a token (``spaced``: one
+    that may hold spaces, as FORM), or None."""
     if not value:
         return "is empty"
     if "\t" in value:
         return "contains a TAB"
     control = control_character(value)
-    return f"contains the control character {control}" if control else None
+    if control:
+        return f"contains the control character {control}"
+    return "contains white space" if not spaced and _SPACE.search(value) else None
 
 
 def _described(value: object) -> str:

@@ -15,18 +15,29 @@ for any other white space), and ``SpacesBefore`` on the first word for the
 white space that starts the text.  :func:`text_of` rebuilds the text from
 these sentences, or a treebank's text from its tokens.
 
+The text is read as it comes, in bounded memory whatever its layout
+(:class:`RawReader`): a paragraph longer than :data:`WINDOW` characters is
+read in windows that end at sentence ends.  Control characters that are not
+white space (NUL, BEL, ESC, DEL, C1 controls) are white space to the
+tokenizer: no word holds one, and the MISC spacing records them as
+``\\uXXXX``, so the text still rebuilds exactly.
+
 spaCy's tokenizers split a token only into pieces of its own text (``don't``
 into ``do`` ``n't``), so every token is one word: no multiword-token lines.
+A token of several words (:attr:`Word.words`, from a learned tokenizer) is
+written as UD writes one: a range line ``1-2`` with the token's form and the
+spacing in MISC, then its words.
 spaCy is an optional dependency (``pip install 'kgparser[spacy]'``).
 """
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import IO, Iterable, Iterator, Sequence
 
 from conllu.parser import parse_dict_value
 
@@ -34,6 +45,13 @@ from .conllu_io import Sentence, SentenceList, opened_text
 from .errors import KgparserError
 
 INSTALL_HINT = "raw text needs spaCy: pip install 'kgparser[spacy]' (or pip install spacy)"
+#: what spaCy's tokenizers for some languages need installed beside spaCy
+_TOKENIZER_PACKAGES = {
+    "ja": "pip install sudachipy sudachidict_core",
+    "ko": "pip install natto-py, with the MeCab library mecab-ko and its dictionary mecab-ko-dic",
+    "th": "pip install pythainlp",
+    "vi": "pip install pyvi",
+}
 #: a UD treebank file name: the language code before the first ``_`` (``en_ewt-ud-train.conllu``)
 _UD_FILE = re.compile(r"^(?P<lang>[a-z]{2,3})_[a-z0-9]+-ud-")
 _ESCAPES = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
@@ -41,6 +59,19 @@ _UNESCAPES = {code[1]: char for char, code in _ESCAPES.items()}
 _ESCAPED = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
 #: a line of white space only (a paragraph break), with its line end
 _BLANK_LINE = re.compile(r"^[^\S\n]*(?:\n|$)", re.M)
+#: the last white space of a text, and the first character that is not
+_LAST_SPACE = re.compile(r"\s\S*\Z")
+_NON_SPACE = re.compile(r"\S")
+#: control characters that are not white space (C0 and C1 but TAB, LF, CR and
+#: the like; DEL): the tokenizer sees each as a space (:func:`whitespace_view`)
+_NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_CONTROL_AS_SPACE = {code: " " for code in range(0xA0) if _NONSPACE_CONTROL.match(chr(code))}
+#: what no CoNLL-U FORM may hold, replaced by U+FFFD in the form of a spaCy token that has it
+_UNWRITABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+#: characters of raw text read at a time from a file
+BLOCK = 1 << 16
+#: the most characters of a paragraph spaCy reads at once (:class:`RawReader`); its own limit is 1,000,000
+WINDOW = 20_000
 
 
 class RawTextError(KgparserError):
@@ -49,8 +80,10 @@ class RawTextError(KgparserError):
 
 @dataclass(frozen=True)
 class Word:
-    """A word of the text: its form, where it lies (``text[start:end]``), and
-    the tags it already has (``_`` where none)."""
+    """A token of the text: its form, where it lies (``text[start:end]``), and
+    the tags it already has (``_`` where none); ``words``: the forms of the
+    words of a multiword token (two or more, written as a CoNLL-U range line
+    and its word lines), empty for a token that is one word, ``form``."""
 
     form: str
     start: int
@@ -58,6 +91,7 @@ class Word:
     upos: str = "_"
     xpos: str = "_"
     feats: str = "_"
+    words: tuple[str, ...] = ()
 
 
 def require_spacy():
@@ -74,10 +108,16 @@ def blank_pipeline(lang: str):
     """spaCy's tokenizer and rule-based sentencizer for ``lang`` (a blank pipeline)."""
     spacy = require_spacy()
     try:
-        nlp = spacy.blank(lang)
+        spacy.util.get_lang_class(lang)
     except ImportError:
         raise RawTextError(f"spaCy has no tokenizer for the language {lang!r}; give another code "
                            f"(--lang xx is spaCy's multi-language tokenizer)") from None
+    try:
+        nlp = spacy.blank(lang)
+    except ImportError as error:
+        raise RawTextError(f"spaCy's tokenizer for {lang!r} needs another package: "
+                           f"{_TOKENIZER_PACKAGES.get(lang) or str(error).split('. ')[0]}; "
+                           f"or give --lang xx for spaCy's multi-language rules") from None
     nlp.add_pipe("sentencizer")
     return nlp
 
@@ -95,30 +135,119 @@ def read_raw(source, lang: str | None) -> SentenceList:
     """The sentences of raw text: ``source`` is the text itself (a str) or a
     file (a :class:`os.PathLike`; ``Path("-")`` is standard input, ``.gz`` is
     decompressed)."""
-    if not lang:
-        raise RawTextError("raw text: no language: the model records none; give one (--lang, e.g. --lang en)")
     if isinstance(source, os.PathLike):
         with opened_text(source) as (handle, name):
-            return raw_sentences(handle.read(), lang, name)
+            return SentenceList(stream_raw(handle, lang, name))
     if not isinstance(source, str):
         raise RawTextError(f"raw text: expected the text (a str) or a file path, got {type(source).__name__}")
-    return raw_sentences(source, lang, "<text>")
+    return raw_sentences(source, lang)
 
 
-def raw_sentences(text: str, lang: str, source: str = "<text>", *, first_sentence: int = 0,
-                  first_line: int = 1) -> SentenceList:
-    """Tokenize and sentence-split ``text`` (see the module docstring);
-    ``first_sentence``, ``first_line``: where ``text`` starts in a longer text
-    (the sentences before it, its line there), for the sent_ids and lines."""
-    nlp = blank_pipeline(lang)
-    paragraphs = paragraph_spans(text)
-    docs = nlp.pipe(text[start:end] for start, end in paragraphs)
-    sentences: list[list[Word]] = []
-    first_of_paragraph = set()
-    for (start, _), doc in zip(paragraphs, docs):
-        first_of_paragraph.add(len(sentences))
-        sentences += doc_words(doc, start)
-    return build_sentences(text, sentences, first_of_paragraph, source, first_sentence, first_line)
+def raw_sentences(text: str, lang: str | None, source: str = "<text>") -> SentenceList:
+    """Tokenize and sentence-split ``text`` (see the module docstring)."""
+    return SentenceList(stream_raw(io.StringIO(text), lang, source))
+
+
+def stream_raw(handle: IO[str], lang: str | None, source: str) -> Iterator[Sentence]:
+    """The sentences of the raw text of an open file, read :data:`BLOCK`
+    characters at a time: memory stays bounded whatever the text's layout
+    (no blank lines, one giant line, no line end at all)."""
+    reader = RawReader(lang, source)
+    while block := handle.read(BLOCK):
+        yield from reader.feed(block)
+    yield from reader.close()
+
+
+class RawReader:
+    """Raw text in, sentences out, as the text comes in pieces of any size
+    (:meth:`feed` each, then :meth:`close`): the sentences are the same
+    whatever the pieces.
+
+    The text not yet tokenized is kept until its paragraph is complete (the
+    next paragraph has begun, or the text has ended).  A paragraph longer
+    than :data:`WINDOW` characters is read in windows, so that spaCy never
+    sees more than that at once: the sentences of a window but its last are
+    taken and the next window starts at that last sentence, so each sentence
+    is split with the text that follows it.  A sentence longer than a window
+    ends at the window's last white space (at its end where it has none)."""
+
+    def __init__(self, lang: str | None, source: str = "<text>"):
+        if not lang:
+            raise RawTextError("raw text: no language: the model records none; give one (--lang, e.g. --lang en)")
+        self.nlp = blank_pipeline(lang)
+        self.source = source
+        self.pending = ""  # the text not yet tokenized: the rest of the text after the last sentence taken
+        self.line = 1  # the line ``pending`` starts on
+        self.taken = 0  # sentences taken so far
+        self.in_paragraph = False  # ``pending`` starts inside a paragraph, after a window
+
+    def feed(self, text: str) -> list[Sentence]:
+        """The sentences that ``text``, after the text fed before it, completes."""
+        self.pending += text
+        return self._take(final=False)
+
+    def close(self) -> list[Sentence]:
+        """The sentences of the rest of the text."""
+        sentences = self._take(final=True)
+        self.pending = ""
+        return sentences
+
+    def _take(self, final: bool) -> list[Sentence]:
+        sentences: list[Sentence] = []
+        while True:
+            view = whitespace_view(self.pending)
+            spans = paragraph_spans(view)
+            complete = len(spans) if final else len(spans) - 1
+            if spans and spans[0][1] - spans[0][0] > WINDOW:
+                sentences += self._window(view, spans[0][0])
+            elif complete > 0:
+                count = next((i for i in range(1, complete) if spans[i][1] - spans[i][0] > WINDOW), complete)
+                end = spans[count][0] if count < len(spans) else len(view)
+                sentences += self._paragraphs(view, spans[:count], end)
+            else:
+                return sentences
+
+    def _paragraphs(self, view: str, spans: list[tuple[int, int]], end: int) -> SentenceList:
+        """The sentences of the complete paragraphs ``spans`` of the pending
+        text (seen as ``view``), whose text ends at ``end``."""
+        sentences: list[list[Word]] = []
+        first_of_paragraph = []
+        for (start, _), doc in zip(spans, self.nlp.pipe(view[start:stop] for start, stop in spans)):
+            first_of_paragraph.append(len(sentences))
+            sentences += doc_words(doc, start)
+        if self.in_paragraph:
+            first_of_paragraph.pop(0)
+        self.in_paragraph = False
+        return self._give(sentences, end, first_of_paragraph)
+
+    def _window(self, view: str, start: int) -> SentenceList:
+        """The sentences of the next window of the long paragraph at ``start``."""
+        space = _LAST_SPACE.search(view, start, start + WINDOW)
+        cut = space.start() if space else start + WINDOW
+        sentences = doc_words(self.nlp(view[start:cut]), start)
+        if len(sentences) > 1:
+            end = sentences.pop()[0].start
+        else:  # one sentence fills the window: it ends there
+            end = _NON_SPACE.search(view, cut).start()
+        first_of_paragraph = [] if self.in_paragraph else [0]
+        self.in_paragraph = True
+        return self._give(sentences, end, first_of_paragraph)
+
+    def _give(self, sentences: list[list[Word]], end: int, first_of_paragraph: list[int]) -> SentenceList:
+        """CoNLL-U sentences of ``sentences``, the words of ``pending[:end]``, which is then taken."""
+        text, self.pending = self.pending[:end], self.pending[end:]
+        result = build_sentences(text, sentences, first_of_paragraph, self.source, self.taken, self.line)
+        self.taken += len(result)
+        self.line += text.count("\n")
+        return result
+
+
+def whitespace_view(text: str) -> str:
+    """``text`` with each control character that is not white space (NUL, BEL,
+    ESC, ...) replaced by a space, as the tokenizer sees it: no word holds
+    one (CoNLL-U forbids them), and the text around it rebuilds exactly, since
+    the white space recorded after a word is taken from the text itself."""
+    return text.translate(_CONTROL_AS_SPACE) if _NONSPACE_CONTROL.search(text) else text
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
@@ -157,7 +286,7 @@ def doc_words(doc, offset: int = 0, tags: bool = False) -> list[list[Word]]:
 
 def _word(token, offset: int, tags: bool) -> Word:
     start = offset + token.idx
-    word = Word(token.text, start, start + len(token.text))
+    word = Word(_UNWRITABLE.sub("\ufffd", token.text), start, start + len(token.text))
     if not tags:
         return word
     return Word(word.form, word.start, word.end, _tag(token.pos_), _tag(token.tag_), _tag(str(token.morph)))
@@ -199,10 +328,19 @@ def _sentence_text(words: Sequence[Word], afters: Sequence[str]) -> str:
 def _sentence(words: Sequence[Word], afters: Sequence[str], before: str, comments: list[str],
               source: str, line: int) -> Sentence:
     rows = list(comments)
-    for index, (word, after) in enumerate(zip(words, afters), start=1):
-        misc = ([f"SpacesBefore={escape(before)}"] if before and index == 1 else []) + _spacing(after)
-        rows.append(f"{index}\t{word.form}\t_\t{word.upos}\t{word.xpos}\t{word.feats}\t_\t_\t_\t"
-                    f"{'|'.join(misc) or '_'}")
+    index = 1
+    for position, (word, after) in enumerate(zip(words, afters)):
+        misc = ([f"SpacesBefore={escape(before)}"] if before and position == 0 else []) + _spacing(after)
+        misc_column = "|".join(misc) or "_"
+        if len(word.words) > 1:  # UD's layout: the range line holds the form and the spacing
+            last = index + len(word.words) - 1
+            rows.append(f"{index}-{last}\t{word.form}\t_\t_\t_\t_\t_\t_\t_\t{misc_column}")
+            rows += [f"{number}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_"
+                     for number, form in enumerate(word.words, start=index)]
+            index = last + 1
+            continue
+        rows.append(f"{index}\t{word.form}\t_\t{word.upos}\t{word.xpos}\t{word.feats}\t_\t_\t_\t{misc_column}")
+        index += 1
     return Sentence(rows, source, line, require_tree=False)
 
 

@@ -10,9 +10,14 @@ picture with every sentence, one under the other.
 Arcs are stacked as displaCy stacks them: an arc is drawn one level above
 the highest arc it spans, so nested arcs never touch; crossing
 (non-projective) arcs cross.  A word without a head (``_``) has no arc.
+
+Every text is escaped, and each character XML 1.0 forbids (a C0 control
+but TAB, LF and CR, a lone surrogate, U+FFFE, U+FFFF), which CoNLL-U comments
+and forms may hold, is drawn as U+FFFD: every picture is well-formed XML.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html import escape
 from typing import Sequence
@@ -32,6 +37,8 @@ _TAGS_BELOW = 40   # baseline of the UPOS
 _BOTTOM = 52       # from the arcs' feet to the bottom of a picture
 _CAPTION = 24      # height of a sentence's caption in the SVG of all sentences
 _ARROW = 7
+#: the characters XML 1.0 allows in no document, not even as a character reference
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 _STYLE = """\
 .kg-word { font: 14px sans-serif; fill: #111; }
@@ -86,7 +93,7 @@ def write_picture(sentences: Sequence, target, picture_format: str) -> None:
 
 def html_page(sentences: Sequence) -> str:
     """A page with one figure per sentence: its caption and its tree."""
-    figures = "\n".join(f'<figure class="kg-sentence">\n<figcaption>{escape(_caption(s))}</figcaption>\n'
+    figures = "\n".join(f'<figure class="kg-sentence">\n<figcaption>{_text(_caption(s))}</figcaption>\n'
                         f'{_svg(Layout.of(s))}\n</figure>' for s in sentences)
     return _PAGE.format(count=len(sentences), style=_STYLE, figures=figures)
 
@@ -97,12 +104,17 @@ def svg_document(sentences: Sequence) -> str:
     width = max([layout.width for layout in layouts], default=0)
     parts, y = [], 0.0
     for sentence, layout in zip(sentences, layouts):
-        parts.append(f'<text class="kg-caption" x="4" y="{y + 16:.0f}">{escape(_caption(sentence))}</text>')
+        parts.append(f'<text class="kg-caption" x="4" y="{y + 16:.0f}">{_text(_caption(sentence))}</text>')
         parts.append(f'<g transform="translate(0,{y + _CAPTION:.0f})">{_tree(layout)}</g>')
         y += _CAPTION + layout.height
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n'
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}">\n<style>\n{_STYLE}\n</style>\n' + "\n".join(parts) + "\n</svg>\n")
+
+
+def _text(value: str) -> str:
+    """``value`` for an XML or HTML text or attribute: escaped, with U+FFFD for what XML forbids."""
+    return escape(_NOT_XML.sub("\ufffd", value))
 
 
 def _caption(sentence) -> str:
@@ -166,14 +178,14 @@ def _svg(layout: Layout) -> str:
 def _tree(layout: Layout) -> str:
     """The SVG elements of one tree: words, tags, arcs and labels."""
     sentence, feet = layout.sentence, layout.feet
-    parts = [f"<title>{escape(sentence.text)}</title>"]
+    parts = [f"<title>{_text(sentence.text)}</title>"]
     for d in range(1, sentence.n + 1):
         x = layout.x[d]
         parts.append(f'<text class="kg-word" x="{x:.1f}" y="{feet + _WORDS_BELOW:.1f}" text-anchor="middle">'
-                     f'{escape(sentence.forms[d - 1])}</text>')
+                     f'{_text(sentence.forms[d - 1])}</text>')
         if sentence.upos[d - 1]:
             parts.append(f'<text class="kg-tag" x="{x:.1f}" y="{feet + _TAGS_BELOW:.1f}" text-anchor="middle">'
-                         f'{escape(sentence.upos[d - 1])}</text>')
+                         f'{_text(sentence.upos[d - 1])}</text>')
         head = sentence.heads[d]
         if head == 0:
             parts.append(_root_arrow(x, feet, sentence.deprels[d]))
@@ -189,13 +201,13 @@ def _arc(head_x: float, x: float, feet: float, level: int, label: str | None) ->
     return (f'<path class="kg-arc" d="M{head_x:.1f},{feet:.1f} C{head_x:.1f},{control:.1f} '
             f'{x:.1f},{control:.1f} {x:.1f},{feet:.1f}"/>{_arrow(x, feet)}'
             f'<text class="kg-label" x="{(head_x + x) / 2:.1f}" y="{top - 4:.1f}" text-anchor="middle">'
-            f'{escape(label or "_")}</text>')
+            f'{_text(label or "_")}</text>')
 
 
 def _root_arrow(x: float, feet: float, label: str | None) -> str:
     return (f'<path class="kg-arc" d="M{x:.1f},{_TOP + 16:.1f} L{x:.1f},{feet:.1f}"/>{_arrow(x, feet)}'
             f'<text class="kg-label" x="{x:.1f}" y="{_TOP + 10:.1f}" text-anchor="middle">'
-            f'{escape(label or "_")}</text>')
+            f'{_text(label or "_")}</text>')
 
 
 def _arrow(x: float, feet: float) -> str:

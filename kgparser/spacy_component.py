@@ -14,7 +14,10 @@ are the trees' sentences.  White-space tokens hang from the word before them
 spaCy's own parser attaches them.  Tags the pipeline already set (``pos_``,
 ``tag_``, ``morph``) are read and kept, the model's tagger fills in the
 others (``--tags auto``; ``tags`` in the config).  ``nlp.pipe`` parses
-``batch_size`` documents at a time, their sentences in one call.
+``batch_size`` documents at a time, their sentences in one call; with
+``n_process=N``, each process spaCy forks parses on one torch thread.  A
+token that holds a control character (a BEL in the text) is parsed with
+U+FFFD in its place; the Doc keeps its text.
 
 ``nlp.to_disk(DIR)`` copies the checkpoint into the pipeline's folder
 (``DIR/kgparser/model.pt``), and ``spacy.load(DIR)`` parses with that copy,
@@ -24,6 +27,7 @@ comes.
 from __future__ import annotations
 
 import bisect
+import os
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
@@ -34,6 +38,7 @@ from spacy.pipeline import Sentencizer
 from spacy.util import minibatch
 
 from .errors import KgparserError
+from .inference.options import checked_batch_size
 from .rawtext import build_sentences, doc_words
 
 MODEL_FILE = "model.pt"
@@ -59,11 +64,23 @@ class KgparserComponent:
                  root_choice: str | None = None):
         self.name = name
         self.model = str(model)
-        self.batch_size = batch_size
+        self.batch_size = checked_batch_size(batch_size)
         self.tags = tags
         self.root_choice = root_choice
         self._parser = None
+        self._pid = os.getpid()
         self._sentencizer = Sentencizer()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that made the component (``nlp.pipe(...,
+        n_process=N)``): parse on one torch thread.  The thread pool the parent
+        used did not come along, and a child that asks it for several threads
+        waits for them forever; one thread needs none (as PyTorch's own
+        DataLoader workers run)."""
+        import torch
+
+        torch.set_num_threads(1)
+        self._pid = os.getpid()
 
     @property
     def parser(self):
@@ -85,6 +102,8 @@ class KgparserComponent:
 
     def _annotate(self, docs: list) -> None:
         """Parse the sentences of ``docs`` in one call and set what the parse gives."""
+        if self._pid != os.getpid():
+            self._forked()
         words = [self._words(doc) for doc in docs]
         sentences = [s for doc, sentence_words in zip(docs, words) for s in build_sentences(doc.text, sentence_words)]
         parsed = iter(self.parser.parse(sentences, tags=self.tags, root_choice=self.root_choice))

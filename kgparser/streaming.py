@@ -7,8 +7,9 @@ time (:data:`DEFAULT_CHUNK_SIZE`: enough for the decoder's batches of
 sentences of similar length to fill), so memory holds a few chunks whatever
 the input's size: CoNLL-U, pre-tokenized text and raw text, from a file,
 ``.gz`` or standard input.  A chunk never splits a sentence, and raw text is
-cut only between paragraphs, so the output is the same, byte for byte, for
-every chunk size and number of processes.  With ``processes`` > 1 the chunks
+tokenized as it is read whatever its layout (:class:`~kgparser.rawtext.RawReader`:
+the same sentences whatever the pieces read), so the output is the same,
+byte for byte, for every chunk size and number of processes.  With ``processes`` > 1 the chunks
 are parsed by that many worker processes (:mod:`kgparser.workers`) and
 written back in input order.
 
@@ -31,8 +32,9 @@ import functools
 import itertools
 import os
 import stat
+import sys
 import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator
@@ -45,8 +47,6 @@ from .inference.tags import TagReport
 
 #: sentences per chunk: a few thousand keep the decoder's length-sorted batches full
 DEFAULT_CHUNK_SIZE = 2000
-#: characters of raw text per chunk and sentence of ``chunk_size`` (a chunk ends at a paragraph)
-RAW_CHARACTERS_PER_SENTENCE = 100
 #: compiled LSTM kernels oneDNN keeps (one per batch shape met; its default is 1,024)
 KERNEL_CACHE_CAPACITY = 256
 
@@ -151,11 +151,10 @@ class InputFile:
     :attr:`skipped` lists those a lenient read skipped."""
 
     def __init__(self, path: str | Path, input_format: str = "conllu", *, lenient: bool = False,
-                 keep_skipped: bool = False, lang: str | None = None, chunk_size: int | None = None):
+                 keep_skipped: bool = False, lang: str | None = None):
         is_text_format(input_format)  # an unknown format is an error before anything is read
         self.path, self.input_format, self.lang = path, input_format, lang
         self.lenient, self.keep_skipped = lenient or keep_skipped, keep_skipped
-        self.raw_characters = chunk_size * RAW_CHARACTERS_PER_SENTENCE if chunk_size else None
         self.skipped: list[ConlluError] = []
         self.size = _file_size(path)
         self._handle: IO[str] | None = None
@@ -184,15 +183,9 @@ class InputFile:
                 yield SkippedBlock(error.lines)
 
     def _raw(self, handle, name: str) -> Iterator[Sentence]:
-        from .rawtext import RawTextError, raw_sentences
+        from .rawtext import stream_raw
 
-        if not self.lang:
-            raise RawTextError("raw text: no language: the model records none; give one (--lang, e.g. --lang en)")
-        count = 0
-        for text, line in raw_pieces(handle, self.raw_characters):
-            sentences = raw_sentences(text, self.lang, name, first_sentence=count, first_line=line)
-            count += len(sentences)
-            yield from sentences
+        yield from stream_raw(handle, self.lang, name)
 
     def done_share(self) -> float | None:
         """The share of the file read so far (of its bytes on disk, compressed
@@ -215,30 +208,6 @@ def _file_size(path: str | Path) -> int | None:
     except OSError:
         return None  # opening it will say why
     return status.st_size if stat.S_ISREG(status.st_mode) else None
-
-
-def raw_pieces(lines: Iterable[str], size: int | None) -> Iterator[tuple[str, int]]:
-    """``(text, line)``: raw text in pieces of whole paragraphs of at least
-    ``size`` characters (one piece when None), each with the number of its
-    first line.  A piece ends just before the first character of a paragraph,
-    so the white space between two paragraphs stays with the first: each
-    sentence then sees the same text around it as in the whole text."""
-    piece: list[str] = []
-    length, first_line, has_text, in_gap = 0, 1, False, False
-    for number, line in enumerate(lines, start=1):
-        if line.isspace():
-            in_gap = has_text
-        elif in_gap and size is not None and length >= size:
-            start = line[:len(line) - len(line.lstrip())]
-            yield "".join(piece) + start, first_line
-            piece, length, first_line, in_gap = [], 0, number, False
-            line = line[len(start):]
-        else:
-            has_text, in_gap = True, False
-        piece.append(line)
-        length += len(line)
-    if piece:
-        yield "".join(piece), first_line
 
 
 def _sentences_of(data: Iterable, input_format: str) -> Iterator[Sentence]:
@@ -319,8 +288,7 @@ def parse_file(parser, source: str | Path, target, *, keep_skipped: bool = False
         processes, chunk_size = 1, None
     if input_format == "raw":
         lang = lang or parser.lang
-    reader = InputFile(source, input_format, lenient=lenient, keep_skipped=keep_skipped, lang=lang,
-                       chunk_size=chunk_size)
+    reader = InputFile(source, input_format, lenient=lenient, keep_skipped=keep_skipped, lang=lang)
     summary = ParseSummary(skipped=reader.skipped)
     shown = Progress(progress, reader.done_share)
     with _output(target) as handle:
@@ -332,12 +300,13 @@ def parse_file(parser, source: str | Path, target, *, keep_skipped: bool = False
 
 @contextmanager
 def _output(target) -> Iterator[IO[str]]:
-    if hasattr(target, "write"):
-        with nullcontext(target) as handle:
-            yield handle
-        return
-    from .atomic import atomic_open
+    from .atomic import STANDARD_OUTPUT, atomic_open, stream_errors
 
+    if hasattr(target, "write"):
+        name = STANDARD_OUTPUT if target is sys.stdout else getattr(target, "name", "the output")
+        with stream_errors(name):
+            yield target
+        return
     with atomic_open(target) as handle:
         yield handle
 

@@ -19,19 +19,29 @@ parsing a chunk is raised again here (a :class:`~kgparser.errors.KgparserError`
 with its own message).  The workers ignore SIGINT, so Ctrl-C, which the
 terminal sends to the whole process group, reaches the parent alone, which
 then stops every worker; so does any other way the map ends early.
+
+Workers end with their parent however it ends, ``kill -9`` included: on
+Linux the kernel sends them SIGTERM (:mod:`kgparser.parent_death`), and
+everywhere the pipe from the parent reaches its end, since a worker keeps no
+copy of the parent's ends.  No more workers start than the cores this
+process may use and the memory available holds (:func:`worker_count`).
 """
 from __future__ import annotations
 
 import io
 import multiprocessing
+import os
+import resource
 import signal
 import sys
 import traceback
+import warnings
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import KgparserError
+from .parent_death import end_with_parent
 
 #: chunks in flight (sent, or parsed but not yet yielded) per worker
 CHUNKS_PER_WORKER = 2
@@ -68,9 +78,13 @@ def _build_parser(data: bytes, device: str, batch_size: int):
     return Parser(model.to(device), batch_size)
 
 
-def _serve(connection: Connection, data: bytes, device: str, batch_size: int, work: Callable) -> None:
-    """A worker's life: build the parser, then answer ``(index, chunk)`` with
-    ``(index, ("done", work(parser, chunk)))`` or ``(index, failure)`` until ``None``."""
+def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, device: str, batch_size: int,
+           work: Callable) -> None:
+    """A worker's life: tied to its parent (process ``parent``; ``inherited``:
+    the parent's ends of the pipes, which a forked worker holds copies of),
+    build the parser, then answer ``(index, chunk)`` with ``(index, ("done",
+    work(parser, chunk)))`` or ``(index, failure)`` until ``None``."""
+    _tie_to_parent(parent, inherited)
     try:
         parser = _build_parser(data, device, batch_size)
     except Exception as error:  # reported by the parent, which sends no chunk then
@@ -89,7 +103,23 @@ def _serve(connection: Connection, data: bytes, device: str, batch_size: int, wo
             answer = ("done", work(parser, chunk))
         except Exception as error:
             answer = _failure(error)
-        connection.send((index, answer))
+        try:
+            connection.send((index, answer))
+        except (BrokenPipeError, ConnectionResetError):  # the parent is gone
+            return
+
+
+def _tie_to_parent(parent: int, inherited: tuple) -> None:
+    """End when the parent ends, however it ends: SIGTERM from the kernel where
+    it can send one, else the end of the pipe, which comes only when no
+    process but the parent holds its end (hence the copies closed here).  The
+    parent's own handlers of SIGTERM and SIGHUP, which a forked worker
+    inherits, are reset: a worker just ends."""
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+    end_with_parent(parent)
+    for connection in inherited:
+        connection.close()
 
 
 def _failure(error: Exception) -> tuple:
@@ -108,6 +138,42 @@ def exit_cause(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def worker_count(asked: int) -> int:
+    """How many of the ``asked`` workers to start: at most one per core this
+    process may run on (more only share the cores and add memory) and as many
+    as the available memory holds, each taken to need as much as this process
+    (which holds the same model) at its peak so far; a warning says when
+    fewer than asked."""
+    cores = usable_cores()
+    held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+    available = _available_memory()
+    fits = max(1, available // held) if available and held else asked
+    count = max(1, min(asked, cores, fits))
+    if count < asked:
+        warnings.warn(f"--processes {asked}: starting {count}: this machine has {cores} cores for this process "
+                      f"and memory for about {fits} parsing processes", stacklevel=3)
+    return count
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to new processes (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def start_method(device: str) -> str:
     """How to start the workers of a model on ``device`` (see the module docstring)."""
     forkable = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
@@ -115,10 +181,12 @@ def start_method(device: str) -> str:
 
 
 class _Worker:
-    def __init__(self, number: int, context, args: tuple):
+    def __init__(self, number: int, context, args: tuple, others: list["_Worker"]):
         self.number = number
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, *args), daemon=True,
+        forked = context.get_start_method() == "fork"
+        inherited = tuple([self.connection] + [w.connection for w in others]) if forked else ()
+        self.process = context.Process(target=_serve, args=(child, os.getpid(), inherited, *args), daemon=True,
                                        name=f"kgparser-parse-{number}")
         self.process.start()
         child.close()
@@ -146,8 +214,8 @@ class ProcessPool:
         context = multiprocessing.get_context(start_method(device))
         self.workers: list[_Worker] = []
         with _sigint_ignored():
-            for number in range(1, processes + 1):
-                self.workers.append(_Worker(number, context, (data, device, batch_size, work)))
+            for number in range(1, worker_count(processes) + 1):
+                self.workers.append(_Worker(number, context, (data, device, batch_size, work), self.workers))
 
     def __enter__(self) -> "ProcessPool":
         return self

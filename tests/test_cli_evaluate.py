@@ -91,7 +91,7 @@ def test_against_compares_upos_where_tags_were_predicted(capsys, tmp_path):
 def test_nothing_to_score_is_an_error_naming_the_files(capsys, tmp_path):
     empty = tmp_path / "empty.conllu"
     empty.write_text("", encoding="utf-8")
-    for extra in ([], ["--against", str(empty)]):
+    for extra in ([], ["--against", str(empty)], ["--aligned"], ["--aligned", "--json"], ["--json"]):
         assert main(["evaluate", str(empty), str(empty), *extra]) == 1
         err = capsys.readouterr().err
         assert err == f"kgparser evaluate: error: {empty}, {empty}: nothing to score: no sentences\n"

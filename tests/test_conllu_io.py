@@ -193,6 +193,12 @@ MALFORMED = [
     ([word(1), word(2, head="1", deprel="dep", misc="a\rb")], 2, "MISC holds the control character U+000D"),
     ([word(1, upos="X\x0c")], 1, "UPOS holds the control character U+000C"),
     ([word(1, form="a\u2028b")], 1, "FORM holds the control character U+2028"),
+    ([word(1), word(2, head="1", deprel="dep", upos="DET x")], 2,
+     "UPOS 'DET x' holds white space (CoNLL-U allows it in FORM, LEMMA and MISC only)"),
+    (["1\tw\tw\tX\tN\u00a01\t_\t0\troot\t_\t_"], 1, "XPOS 'N\\xa01' holds white space"),
+    (["1\tw\tw\tX\t_\tNumber=Sing |Case=Nom\t0\troot\t_\t_"], 1, "FEATS 'Number=Sing |Case=Nom' holds white"),
+    ([word(1, deprel="root\u3000")], 1, "DEPREL 'root\\u3000' holds white space"),
+    (["1\tw\tw\tX\t_\t_\t0\troot\t0:root 1:x\t_"], 1, "DEPS '0:root 1:x' holds white space"),
 ]
 
 
@@ -252,6 +258,17 @@ def test_lenient_skips_and_counts_bad_sentences(caplog):
         (5, "expected 10 TAB-separated columns, found 9"), (12, "cycle in the tree")]
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 2 and f"{path}:5:" in warnings[0] and f"{path}:12:" in warnings[1]
+
+
+def test_white_space_is_kept_where_conllu_allows_it_and_skipped_by_a_lenient_read():
+    spaced = "1\tNew York\tNew York\tPROPN\t_\t_\t0\troot\t_\tGloss=new city|Note=a\u00a0b"
+    text = word(1, upos="DET x") + "\n\n" + spaced + "\n\n"
+    (sentence,) = sentences = parse_conllu(text, lenient=True)
+    assert sentence.forms == ["New York"] and sentence.misc == [{"Gloss": "new city", "Note": "a\u00a0b"}]
+    assert [(e.line, e.reason) for e in sentences.skipped] == [
+        (1, "UPOS 'DET x' holds white space (CoNLL-U allows it in FORM, LEMMA and MISC only)")]
+    sentence.set_tags({"upos": ["NOUN"]})
+    assert sentence.to_conllu() == spaced.replace("PROPN", "NOUN") + "\n\n"
 
 
 def test_invalid_utf8_is_a_user_error(tmp_path):
@@ -329,6 +346,7 @@ def test_sentences_from_tokens():
     ([["ok"], ["a\tb"]], "sentence 2, token 1: form 'a\\tb' contains a TAB"),
     ([["ok", ("b", "")]], "sentence 1, token 2: UPOS '' is empty"),
     ([["a\x00b"]], "sentence 1, token 1: form 'a\\x00b' contains the control character U+0000"),
+    ([["New York", ("x", "DET x")]], "sentence 1, token 2: UPOS 'DET x' contains white space"),
     ([["The", 5]], "sentence 1, token 2: expected a form or a (form, upos) pair of strings, got 5 (int)"),
     ([[b"The"]], "sentence 1, token 1: expected a form or a (form, upos) pair of strings, got b'The' (bytes)"),
     ([[("a", "B", "c", "d")]], "sentence 1, token 1: expected a form or a (form, upos) pair of strings, "

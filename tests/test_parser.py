@@ -124,3 +124,11 @@ def test_tokens_that_are_not_text_are_a_value_error_naming_their_place(checkpoin
     with pytest.raises(ValueError) as refused:
         Parser.load(checkpoint).parse(data)
     assert str(refused.value).startswith(where) and got in str(refused.value)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, True, "64", 2.5, None])
+def test_a_bad_batch_size_is_refused_at_load(checkpoint, batch_size):
+    from kgparser.errors import KgparserError
+
+    with pytest.raises(KgparserError, match=r"^batch_size: must be a whole number >= 1, got "):
+        Parser.load(checkpoint, batch_size=batch_size)

@@ -139,3 +139,97 @@ def test_without_spacy_one_line_says_what_to_install(monkeypatch):
     with pytest.raises(RawTextError, match=r"^raw text needs spaCy: pip install 'kgparser\[spacy\]'"):
         rawtext.raw_sentences("Text.", "en")
     rawtext.blank_pipeline.cache_clear()
+
+
+LONG_PARAGRAPH = " ".join(f"Sentence number {i} has a few words, and a comma." for i in range(40))
+
+
+def _conllu(sentences) -> str:
+    return "".join(s.to_conllu() for s in sentences)
+
+
+@pytest.mark.parametrize("window", [60, 150, 1000])
+def test_long_paragraphs_read_in_windows_give_what_one_reading_gives(parser, monkeypatch, window):
+    from kgparser import rawtext
+
+    text = f"A short one.\n\n{LONG_PARAGRAPH}\n\nAnother short one. {LONG_PARAGRAPH}\n"
+    whole = _conllu(rawtext.raw_sentences(text, "en"))
+    monkeypatch.setattr(rawtext, "WINDOW", window)
+    assert _conllu(rawtext.raw_sentences(text, "en")) == whole
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 10_000])
+def test_text_fed_in_pieces_of_any_size_gives_the_same_sentences(monkeypatch, size):
+    from kgparser import rawtext
+
+    pytest.importorskip("spacy")
+    monkeypatch.setattr(rawtext, "WINDOW", 100)
+    text = f"  First.\r\n \t\n\nSecond {LONG_PARAGRAPH}\n \nThird\x07 one.\n\n\n"
+    reader = rawtext.RawReader("en", "in.txt")
+    sentences = [s for start in range(0, len(text), size) for s in reader.feed(text[start:start + size])]
+    sentences += reader.close()
+    assert _conllu(sentences) == _conllu(rawtext.raw_sentences(text, "en", "in.txt"))
+    assert text_of(sentences) == text
+    assert [s.sent_id for s in sentences] == [str(i) for i in range(1, len(sentences) + 1)]
+    assert [s.line for s in sentences][:2] == [1, 4] and sentences[-1].line == 6
+
+
+def test_a_sentence_longer_than_a_window_ends_at_its_last_white_space(monkeypatch):
+    from kgparser import rawtext
+
+    pytest.importorskip("spacy")
+    monkeypatch.setattr(rawtext, "WINDOW", 30)
+    text = "no punctuation anywhere in this long text of many words " * 3 + "x" * 70
+    sentences = rawtext.raw_sentences(text, "en")
+    assert text_of(sentences) == text
+    assert all(len(s.metadata["text"]) <= 30 for s in sentences)
+    assert [s.forms for s in sentences][-3:] == [["x" * 30], ["x" * 30], ["x" * 10]]
+    assert ["newpar" in s.metadata for s in sentences] == [True] + [False] * (len(sentences) - 1)
+
+
+def test_a_giant_line_without_a_line_end_over_spacys_limit(parser, tmp_path):
+    """1.16 million characters in one paragraph of one line, no line end: spaCy
+    itself refuses texts over 1,000,000 characters (its error E088)."""
+    model = save_tiny_model(tmp_path / "model.pt")
+    text = ("Abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz " * 19 + "end. ") * 1150
+    assert len(text) > 1_100_000 and "\n" not in text
+    source, out = tmp_path / "giant.txt", tmp_path / "out.conllu"
+    source.write_text(text, encoding="utf-8")
+    assert main(["parse", "--model", str(model), "--input-format", "raw", str(source), "-o", str(out)]) == 0
+    sentences = read_conllu(out)
+    assert len(sentences) == 1150 and text_of(sentences) == text
+
+
+CONTROL_TEXT = "A bell\x07rings.\x00NUL\x1b[31m red.\n\x07\nA new\x7f paragraph\x9b here."
+
+
+def test_control_characters_are_white_space_and_the_text_rebuilds(parser, tmp_path):
+    sentences = parser.parse(CONTROL_TEXT, input_format="raw")
+    reread = parse_conllu(_conllu(sentences))
+    assert text_of(reread) == CONTROL_TEXT
+    assert [s.forms for s in reread][:2] == [["A", "bell", "rings", "."], ["NUL", "[", "31", "m", "red", "."]]
+    assert ["newpar" in s.metadata for s in reread] == [True, False, True]
+    assert reread[0].misc[1] == {"SpacesAfter": "\\u0007"}
+    (tmp_path / "in.txt").write_text(CONTROL_TEXT, encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    model = save_tiny_model(tmp_path / "model.pt")
+    assert main(["parse", "--model", str(model), "--input-format", "raw", str(tmp_path / "in.txt"),
+                 "-o", str(out)]) == 0
+    assert text_of(read_conllu(out)) == CONTROL_TEXT
+
+
+@pytest.mark.parametrize("lang, package", [("ja", "sudachipy"), ("ko", "natto-py"), ("th", "pythainlp"),
+                                           ("vi", "pyvi")])
+def test_a_tokenizer_that_needs_another_package_names_it(lang, package):
+    from kgparser import rawtext
+
+    spacy = pytest.importorskip("spacy")
+    try:
+        spacy.blank(lang)
+    except ImportError:
+        pass
+    else:
+        pytest.skip(f"spaCy's tokenizer for {lang} works here")
+    with pytest.raises(RawTextError, match=rf"^spaCy's tokenizer for '{lang}' needs another package: "
+                                           rf"pip install {package}.*; or give --lang xx"):
+        rawtext.raw_sentences("Text.", lang)

@@ -49,6 +49,36 @@ def test_the_page_escapes_what_the_sentences_hold():
     assert page.count('<figure class="kg-sentence">') == 1
 
 
+NOT_XML = "\x00\x01\x08\x0b\x0c\x0e\x1b\x1f\ud800\udfff\ufffe\uffff"
+REPLACED = "\ufffd" * len(NOT_XML)
+
+
+def test_characters_xml_forbids_are_replaced_so_every_picture_is_well_formed():
+    text = f"# sent_id = s{NOT_XML}\n# text = a{NOT_XML}b\n1\ta\ufffeb\t_\tX\uffff\t_\t_\t0\troot\t_\t_\n\n"
+    (sentence,) = parse_conllu(text)
+    sentence.deprels[1] = "root\x01"  # as a model's label could be
+    svg = render([sentence], "svg")
+    texts = [e.text for e in ET.fromstring(svg.encode("utf-8")).iter(f"{SVG}text")]
+    assert texts[0] == f"s{REPLACED}: a{REPLACED}b"
+    assert texts[1:] == ["a\ufffdb", "X\ufffd", "root\ufffd"]
+    page = render([sentence], "html")
+    assert not any(c in page for c in NOT_XML) and page.encode("utf-8")
+    ET.fromstring(page[page.index("<svg"):page.index("</svg>") + len("</svg>")])
+
+
+def test_parse_draws_well_formed_pictures_of_a_file_holding_what_xml_forbids(tmp_path):
+    model = save_tiny_model(tmp_path / "model.pt")
+    source = tmp_path / "in.conllu"
+    source.write_text("# text = a\x01\x1b[0m\ufffeb\n1\ta\ufffe\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                      "2\t\uffffb\t_\t_\t_\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
+    for picture_format in ("svg", "html"):
+        out = tmp_path / f"out.{picture_format}"
+        assert main(["parse", "-m", str(model), "--format", picture_format, str(source), "-o", str(out)]) == 0
+        picture = out.read_text(encoding="utf-8")
+        root = ET.fromstring(picture[picture.index("<svg"):picture.index("</svg>") + len("</svg>")])
+        assert [e.text for e in root.iter() if e.get("class") == "kg-word"] == ["a\ufffd", "\ufffdb"]
+
+
 @pytest.mark.filterwarnings("ignore::kgparser.inference.tags.TagWarning")
 def test_parse_writes_pictures(tmp_path, capsys):
     pytest.importorskip("spacy")

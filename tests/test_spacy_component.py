@@ -129,3 +129,32 @@ def test_the_readme_example_runs(model, capsys):
     exec(compile(block.replace("runs/quickstart/best.pt", model), "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == "['The cat sleeps on the mat.', 'It dreams of mice.']"
+
+
+def test_pipe_with_two_processes_after_a_parse_in_the_parent(model):
+    """Warm: the parent has parsed (torch's thread pool is running) before
+    spaCy forks its processes, which then parse on one thread, not hang."""
+    code = ("import spacy; nlp = spacy.blank('en'); "
+            f"nlp.add_pipe('kgparser', config={{'model': {model!r}}}); "
+            "nlp('Warm it up. Now.'); "
+            "docs = list(nlp.pipe([f'Text {i}. It has two.' for i in range(40)], n_process=2, batch_size=4)); "
+            "print(len(docs), sum(len(list(d.sents)) for d in docs))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "40 80"
+
+
+def test_control_characters_in_one_document_lose_no_document(nlp):
+    texts = ["A cat sleeps.", "A bell\x07rings and\x00 a NUL. Then \x1b[31mred.", "A dog barks."]
+    docs = list(nlp.pipe(texts))
+    assert [doc.text for doc in docs] == texts
+    for doc in docs:
+        assert_trees_match_sentences(doc)
+
+
+@pytest.mark.parametrize("batch_size", [0, -3])
+def test_a_bad_batch_size_is_refused_when_the_component_is_made(model, batch_size):
+    from kgparser.errors import KgparserError
+
+    with pytest.raises(KgparserError, match=r"^batch_size: must be a whole number >= 1, got "):
+        spacy.blank("en").add_pipe("kgparser", config={"model": model, "batch_size": batch_size})

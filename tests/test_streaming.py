@@ -20,9 +20,10 @@ import torch
 
 from kgparser.conllu_io import Sentence, parse_conllu, sample_data_path
 from kgparser.inference.parser import Parser
-from kgparser.streaming import InputFile, chunked, raw_pieces
+from kgparser.streaming import InputFile, chunked
 from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
 from kgparser.model import Model
+from kgparser import workers
 from kgparser.workers import WorkerDied
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_config, tiny_sentences
 
@@ -67,7 +68,8 @@ def one_shot(checkpoint, path, **options) -> str:
 
 @pytest.mark.parametrize("chunk_size, processes", [(1, 1), (7, 1), (1000, 1), (7, 3)])
 def test_the_output_is_the_same_for_every_chunk_size_and_number_of_processes(checkpoint, corpus, tmp_path,
-                                                                            chunk_size, processes):
+                                                                            chunk_size, processes, monkeypatch):
+    monkeypatch.setattr(workers, "usable_cores", lambda: 4)  # 3 processes on a 2-core machine too
     expected = one_shot(checkpoint, corpus)
     target = tmp_path / "out.conllu"
     summary = Parser.load(checkpoint).parse_file(corpus, target, chunk_size=chunk_size, processes=processes)
@@ -90,13 +92,6 @@ def test_chunks_hold_whole_sentences_with_their_comments(corpus):
     assert all(isinstance(item, Sentence) for item in items)
     assert "".join(item.to_conllu() for item in items) == corpus.read_text(encoding="utf-8")
     assert sum("# newdoc" in "".join(item.comments) for item in items) == 25
-
-
-def test_raw_text_is_cut_only_between_paragraphs():
-    lines = ["  One para.\n", "still one.\n", " \n", "\n", "  Two.\n", "\n", "Three.\n"]
-    pieces = list(raw_pieces(lines, 5))
-    assert "".join(text for text, _ in pieces) == "".join(lines)
-    assert pieces == [("  One para.\nstill one.\n \n\n  ", 1), ("Two.\n\n", 5), ("Three.\n", 7)]
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2])
@@ -172,10 +167,10 @@ def _command_line(pid: int) -> bytes:
         return b""
 
 
-def _start_reading_stdin(checkpoint, target, corpus):
+def _start_reading_stdin(checkpoint, target, corpus, command=KGPARSER):
     """``kgparser parse -p 2`` reading standard input, of which it has the
     first sentences of ``corpus`` so far; its workers' pids, and the rest."""
-    process = subprocess.Popen(KGPARSER + ["parse", "-m", str(checkpoint), "-", "-o", str(target), "-p", "2",
+    process = subprocess.Popen(command + ["parse", "-m", str(checkpoint), "-", "-o", str(target), "-p", "2",
                                            "--chunk-size", "5"],
                                stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     blocks = corpus.read_text(encoding="utf-8").split("\n\n")
@@ -197,6 +192,50 @@ def test_a_killed_worker_ends_the_command_with_one_line_and_no_output_file(check
     assert process.wait(60) == 1
     assert re.fullmatch(r"kgparser parse: error: parsing process [12] of 2 died \(signal 9, SIGKILL\)\n", err)
     assert list(tmp_path.iterdir()) == []
+
+
+def _assert_ended(pids: list[int], seconds: float = 10) -> None:
+    """The processes ``pids`` end (or are zombies) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_workers_end_with_their_parent_however_it_ends(checkpoint, corpus, tmp_path, number):
+    target = tmp_path / "out.conllu"
+    process, workers, rest = _start_reading_stdin(checkpoint, target, corpus)
+    os.kill(process.pid, number)
+    assert process.wait(60) == (-number if number == signal.SIGKILL else 128 + number)
+    _assert_ended(workers)
+    if number != signal.SIGKILL:
+        assert process.stderr.read() == f"terminated by {signal.Signals(number).name}\n"
+        assert list(tmp_path.iterdir()) == []
+        return
+    assert [path.name for path in tmp_path.iterdir()] == [f".out.conllu.{process.pid}.tmp"]
+    subprocess.run(KGPARSER + ["parse", "-m", str(checkpoint), "-", "-o", str(target)], input=rest, text=True,
+                   check=True, capture_output=True)
+    assert [path.name for path in tmp_path.iterdir()] == ["out.conllu"]  # the stale temporary file removed
+
+
+def test_workers_end_at_the_end_of_their_pipe_without_a_death_signal(checkpoint, corpus, tmp_path):
+    """Where the kernel sends no signal (not Linux), a worker reads the end of
+    its pipe: it holds no copy of the parent's end, nor of another worker's."""
+    patched = ("import sys, kgparser.workers as w; w.end_with_parent = lambda parent: None; "
+               "from kgparser.cli import main; sys.exit(main())")
+    process, workers, _ = _start_reading_stdin(checkpoint, tmp_path / "out.conllu", corpus,
+                                               [sys.executable, "-c", patched])
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(60)
+    _assert_ended(workers)
 
 
 def test_ctrl_c_stops_every_worker_and_writes_no_output_file(checkpoint, corpus, tmp_path):
@@ -289,3 +328,24 @@ def test_raw_and_tokenized_text_give_the_same_output_in_chunks(checkpoint, tmp_p
         target = tmp_path / f"out{chunk_size}.conllu"
         Parser.load(checkpoint).parse_file(source, target, chunk_size=chunk_size, processes=processes, **options)
         assert target.read_text(encoding="utf-8") == expected
+
+
+def test_no_more_processes_than_cores_start(checkpoint, corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
+    target = tmp_path / "out.conllu"
+    with pytest.warns(UserWarning, match=r"^--processes 1000: starting 2: this machine has 2 cores for this "
+                                         r"process and memory for about \d+ parsing processes$"):
+        Parser.load(checkpoint).parse_file(corpus, target, chunk_size=20, processes=1000)
+    assert target.read_text(encoding="utf-8") == one_shot(checkpoint, corpus)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("output, name", [([], "standard output"), (["-o", "/dev/full"], "/dev/full"),
+                                          (["-o", "-"], "standard output")])
+def test_a_full_disk_under_a_stream_names_it(checkpoint, corpus, output, name):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(KGPARSER + ["parse", "-m", str(checkpoint), str(corpus), *output], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr == (f"kgparser parse: error: cannot write {name}: no space left on the device "
+                           f"(a stream: what came before the error was written)\n")

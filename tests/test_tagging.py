@@ -307,6 +307,24 @@ def test_set_tags_rewrites_only_the_tag_columns():
         sentence.set_tags({"xpos": ["a b", "c"]})
 
 
+@pytest.mark.parametrize("column, value", [(3, "DET x"), (4, "N\u00a0sg"), (5, "Number=Sing |Case=Nom")])
+def test_a_tag_with_white_space_beside_untagged_words_is_refused_at_reading(tagger_checkpoint, tmp_path, capsys,
+                                                                          column, value):
+    spaced = ["1", "w1", "_", "_", "_", "_", "_", "_", "_", "_"]
+    spaced[column] = value
+    source, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text("\t".join(spaced) + "\n2\tw2" + "\t_" * 8 + "\n\n1\tw3" + "\t_" * 8 + "\n\n",
+                      encoding="utf-8")
+    assert main(["parse", "-m", str(tagger_checkpoint), str(source)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"kgparser parse: error: {source}:1: ") and "holds white space" in err
+    assert err.count("\n") == 1
+    assert main(["parse", "-m", str(tagger_checkpoint), str(source), "--keep-skipped", "-o", str(out)]) == 0
+    kept, parsed = out.read_text(encoding="utf-8").split("\n\n")[:2]
+    assert kept == source.read_text(encoding="utf-8").split("\n\n")[0]
+    assert all(t is not None for t in parse_conllu(parsed + "\n")[0].upos)
+
+
 # -- plain text -----------------------------------------------------------------------------
 
 def test_pretokenized_text_reads_one_sentence_per_line():

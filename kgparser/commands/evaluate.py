@@ -42,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.aligned or not same_words(gold, pred):
         return run_aligned(args, gold, pred)
     scores = evaluate(gold, pred, punct=punct, nonprojective=args.breakdown)
-    if not scores.words:
-        raise KgparserError(f"{args.gold}, {args.pred}: nothing to score: "
-                            + ("no sentences" if not gold else "every word is PUNCT, left out by --no-punct"))
+    check_something_to_score(args, gold, scores.words)
     comparison = None
     if args.against:
         from ..experiments.collect import compare_predictions
@@ -77,8 +75,16 @@ def run_aligned(args: argparse.Namespace, gold, pred) -> int:
         raise KgparserError(f"{', '.join(word_by_word)}: only for a prediction with the gold words; "
                             f"{args.pred} has other words (or --aligned asks for the aligned report)")
     scores = evaluate_aligned(gold, pred, args.gold, args.pred)
+    check_something_to_score(args, gold, scores.scores["words"].gold)
     print(json.dumps(scores.to_dict(), indent=2) if args.json else scores.format())
     return 0
+
+
+def check_something_to_score(args: argparse.Namespace, gold, words: int) -> None:
+    """Scores over no ``words`` are not scores (0.00 everywhere): an error, whichever report."""
+    if not words:
+        raise KgparserError(f"{args.gold}, {args.pred}: nothing to score: "
+                            + ("no sentences" if not gold else "every word is PUNCT, left out by --no-punct"))
 
 
 def unparsed_warning(pred, path: str) -> None:

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
                              "if it has moved (a folder or hub name; it must be the same encoder)")
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    parser.add_argument("--batch-size", type=_positive, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--processes", "-p", type=_positive, default=1, metavar="N",
                         help="parse with N worker processes of one thread each, output in input order "
                              "(default 1: in this process)")
@@ -90,10 +90,6 @@ def run(args: argparse.Namespace) -> int:
     from ..streaming import bound_kernel_cache
 
     bound_kernel_cache()
-    if args.batch_size <= 0:
-        from ..errors import KgparserError
-
-        raise KgparserError(f"--batch-size: must be > 0, got {args.batch_size}")
     _check_output(args)
     with _one_line_warnings():
         parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads,

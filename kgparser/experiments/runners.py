@@ -37,13 +37,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -54,6 +52,7 @@ from ..atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
 from ..locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
+from ..parent_death import die_with_parent
 from ..run_folder import BEST, LAST, mark_run_folder
 from .grid import Grid, Run, fingerprint, run_config, system_options
 
@@ -157,46 +156,9 @@ def _call(command: list[str], log: Path, threads: int, what: str, job: Job) -> N
         handle.write(f"$ {' '.join(command)}\n")
         handle.flush()
         code = subprocess.call(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
-                               preexec_fn=_die_with_parent())
+                               preexec_fn=die_with_parent())
     if code != 0:
         raise RunFailed(f"run {job.name}: {what} failed with exit code {code}; see {log}")
-
-
-#: prctl(2) option: the signal a process gets when the thread that forked it ends
-PR_SET_PDEATHSIG = 1
-
-
-@cache
-def _prctl() -> Callable | None:
-    """libc's ``prctl`` where there is one (Linux), looked up once and before any
-    fork: the child may only call what is ready, as other threads of this process
-    may hold locks at the instant it is forked."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """What a child runs between fork and exec so that it gets SIGTERM when this
-    process dies, however it dies (a killed parent must not leave an orphan
-    training into a run that then looks free); ``None`` where prctl is missing.
-    If this process died before the child asked, the signal will never come: the
-    child then ends itself (its parent id is no longer this process's)."""
-    prctl, parent = _prctl(), os.getpid()
-    if prctl is None:
-        return None
-
-    def ask_for_death_signal() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return ask_for_death_signal
 
 
 def _resumable(out: Path, fingerprint: str) -> bool:

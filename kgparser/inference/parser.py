@@ -48,6 +48,7 @@ from ..model import Model
 from .decode import Decoded, DecodingError, collector_paused, decode
 from .decoding_constraints import (ConstraintReport, check_parse, describe_sentence,
                                    drop_unsatisfiable, resolve_constraints)
+from .options import checked_batch_size
 from .plaintext import is_text_format, read_tokenized
 from .tags import TagReport, plan_tags
 from .tree_repair import ROOT_CHOICES
@@ -73,7 +74,7 @@ class Parser:
 
     def __init__(self, model: Model, batch_size: int = 64):
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = checked_batch_size(batch_size)
         self.constraint_report = ConstraintReport()
         self.tag_report = TagReport()
 

@@ -104,7 +104,8 @@ class Model:
         try:
             return cls.from_data(data["model"], encoder=encoder)
         except (KeyError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{path}: inconsistent checkpoint: {exc}") from None
+            # one line: torch lists the weights that do not fit on lines of their own
+            raise CheckpointError(f"{path}: inconsistent checkpoint: {' '.join(str(exc).split())}") from None
         except EncoderError as error:
             raise type(error)(f"{path}: {error}") from None
 

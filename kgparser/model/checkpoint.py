@@ -17,8 +17,9 @@ with ``torch.load(path, weights_only=True)``::
                       are then their moving average) and the update count:
                       what --resume needs
 
-Reading checks the format and that the weights are finite; writing goes
-through a temporary file renamed over the target.
+Reading checks the format, the type of every field a loader reads
+(:data:`FIELDS`) and that the weights are finite; writing goes through a
+temporary file renamed over the target.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ import errno
 import os
 import shutil
 import warnings
+from collections.abc import Iterable
+from itertools import repeat
 from pathlib import Path
 
 import torch
@@ -43,6 +46,32 @@ NOT_A_CHECKPOINT = "not a kgparser checkpoint, or damaged"
 #: free bytes under which a failed checkpoint write is reported as a full disk
 _FULL_DISK_MARGIN = 64 * 2 ** 20
 
+_VOCAB = {"items": [str], "counts": [int], "specials": [str]}
+#: the type of each field the loaders read (:meth:`kgparser.model.Model.from_data`, ``--resume``):
+#: a type or tuple of types; ``[schema]``: a list of such values; a dict: the schemas of its keys
+#: (``str``: of every key).  A field may be absent (older checkpoints lack some; the loaders say
+#: which they need) but never of another type.
+FIELDS = {
+    "format_version": int,
+    "kgparser_version": str,
+    "model": {
+        "config": dict,
+        "vocabs": {"words": _VOCAB, "tags": _VOCAB, "chars": _VOCAB, "labels": _VOCAB, "tag_columns": {str: _VOCAB}},
+        "ext_words": [str],
+        "ext_dim": int,
+        "actions": [str],
+        "transitions": [[(str, type(None))]],
+        "weights": {str: torch.Tensor},
+        "max_train_length": (int, type(None)),
+        "encoder_fingerprint": (str, type(None)),
+    },
+    "epoch": int,
+    "dev": (dict, type(None)),
+    "training": {"optimizer": dict, "torch_rng": torch.Tensor, "best_las": (float, int, type(None)),
+                 "best_epoch": int, "world_size": int,
+                 "average": {"current_weights": [torch.Tensor], "updates": int}},
+}
+
 
 class CheckpointError(KgparserError):
     """A checkpoint cannot be read."""
@@ -56,10 +85,40 @@ def load_checkpoint(path: str | Path) -> dict:
     data = _plain_data(path)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: {NOT_A_CHECKPOINT}")
+    damaged = _misfit(data, FIELDS, "")
+    if damaged:
+        raise CheckpointError(f"{path}: {NOT_A_CHECKPOINT} ({damaged})")
     if data.get("format_version", 0) > CHECKPOINT_VERSION:
         raise CheckpointError(f"{path}: checkpoint format {data['format_version']} is newer than this kgparser")
     _check_finite_weights(path, data)
     return data
+
+
+def _misfit(value: object, schema, name: str) -> str | None:
+    """Where ``value`` (the field ``name``) does not fit ``schema`` (see :data:`FIELDS`), or None."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return _wrong_type(value, dict, name)
+        fields = ((value[key], schema.get(str, schema.get(key)), f"{name}.{key}" if name else str(key))
+                  for key in value)
+        return _first_misfit(field for field in fields if field[1])  # keys the loaders do not read are left alone
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return _wrong_type(value, list, name)
+        if not isinstance(schema[0], (dict, list)) and all(map(isinstance, value, repeat(schema[0]))):
+            return None  # a vocabulary of thousands of words, checked in one C loop
+        return _first_misfit((item, schema[0], f"{name}[{i}]") for i, item in enumerate(value))
+    return None if isinstance(value, schema) else _wrong_type(value, schema, name)
+
+
+def _first_misfit(fields: Iterable[tuple[object, object, str]]) -> str | None:
+    """The first :func:`_misfit` of ``(value, schema, name)`` fields, or None."""
+    return next(filter(None, (_misfit(*field) for field in fields)), None)
+
+
+def _wrong_type(value: object, expected, name: str) -> str:
+    names = [kind.__name__ for kind in (expected if isinstance(expected, tuple) else (expected,))]
+    return f"{name} is {type(value).__name__}, not {' or '.join(names)}"
 
 
 def _plain_data(path: Path) -> object:
@@ -82,12 +141,8 @@ def _plain_data(path: Path) -> object:
 
 def _check_finite_weights(path: Path, data: dict) -> None:
     """Raise naming the first weight tensor that holds NaN or inf."""
-    model = data.get("model")
-    weights = model.get("weights") if isinstance(model, dict) else None
-    if not isinstance(weights, dict):
-        return  # Model.from_data reports the missing weights
-    for name, tensor in weights.items():
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+    for name, tensor in data.get("model", {}).get("weights", {}).items():  # of the types of FIELDS
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise CheckpointError(f"{path}: the weights are not finite ({name} holds NaN or inf): the checkpoint "
                                   f"is damaged, e.g. by diverged training; retrain with a lower learning rate")
 

@@ -48,6 +48,13 @@ token-embedding table stays frozen: it is most of a multilingual model's
 weights (366 of e5-small's 448 MB), and a word unseen in training keeps
 pieces that agree with the trained ones.
 
+A hub name is read from the Hugging Face cache where it is there; else it
+is downloaded, unless offline mode is on (``HF_HUB_OFFLINE``) or one request
+to the hub finds no answer within :data:`HUB_TIMEOUT` seconds: a machine
+without internet gets one line at once, not a minute of retries.  A folder
+whose safetensors weights are truncated or damaged is one error naming the
+file.
+
 A checkpoint names the encoder (its path or hub name) and stores its
 :attr:`Encoder.fingerprint` (sha256 of the configuration, tokenizer and weight
 files), not its weights, but for the fine-tuned layers: all except the
@@ -67,7 +74,7 @@ from torch import nn
 
 from ..config import EncoderConfig
 from ..errors import KgparserError
-from .token_table import token_table
+from .token_table import DamagedWeights, check_weights, token_table
 
 #: word-start markers of SentencePiece and byte-level BPE, which are also pieces of their own
 BOUNDARY_PIECES = ("▁", "Ġ")
@@ -77,6 +84,8 @@ BOUNDARY_PIECES = ("▁", "Ġ")
 TOKENS_PER_CALL = {"cpu": 512, "cuda": 4096}
 #: state storage type: half the memory of float32 for the training cache
 STATE_DTYPE = torch.float16
+#: seconds to wait for the Hugging Face hub's answer before an encoder counts as not downloadable
+HUB_TIMEOUT = 10
 #: the files that make an encoder what it is (besides the weights)
 _DESCRIPTION_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                       "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt", "*.model")
@@ -154,7 +163,10 @@ class Encoder:
         """``layers: 0``: the token-embedding table (read in place from a local
         folder's safetensors file, else from the loaded model) and no model;
         else no table and the model, prepared."""
-        table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
+        try:
+            table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
+        except DamagedWeights as error:
+            raise EncoderError(f"model.encoder.path: {error}") from None
         if table is not None:
             return table, None
         model = _loaded(_transformers().AutoModel, cfg.path, local)
@@ -350,16 +362,69 @@ def _prepared(model: nn.Module, layers: int, quantize: bool, trainable: bool) ->
 def _loaded(auto_class, name: str, local: bool):
     """The tokenizer, configuration or model (``auto_class``) of a folder, or of a
     hub name: from the Hugging Face cache where it is there (no network, no
-    waiting on an unreachable hub), else downloaded."""
-    problem = None
+    waiting on an unreachable hub), else downloaded if the hub answers
+    (:func:`_check_hub`)."""
     with _quiet(_transformers()):
-        for offline in (True,) if local else (True, False):
-            try:
-                return auto_class.from_pretrained(name, local_files_only=offline)
-            except (OSError, ValueError) as error:
-                problem = error
-    raise EncoderNotFound(f"model.encoder.path: {name}: cannot load it as a Hugging Face model folder or hub name "
-                          f"({_first_line(problem)})")
+        try:
+            return _from_pretrained(auto_class, name, local, offline=True)
+        except EncoderNotFound:
+            if local:
+                raise
+        _check_hub(name)
+        return _from_pretrained(auto_class, name, local, offline=False)
+
+
+def _from_pretrained(auto_class, name: str, local: bool, offline: bool):
+    """``auto_class.from_pretrained``, its failures as encoder errors."""
+    try:
+        return auto_class.from_pretrained(name, local_files_only=offline)
+    except _weight_errors() as error:
+        raise _damaged_weights(name, local, error) from None
+    except (OSError, ValueError) as error:
+        where = "folder" if local else "from the hub"
+        raise EncoderNotFound(f"model.encoder.path: {name}: cannot load it as a Hugging Face model {where} "
+                              f"({_first_line(error)})") from None
+
+
+def _check_hub(name: str) -> None:
+    """Raise :class:`EncoderNotFound` unless the Hugging Face hub may and does
+    answer a question about ``name``: offline mode (``HF_HUB_OFFLINE``) is off,
+    and one request gets an answer within :data:`HUB_TIMEOUT` seconds (the
+    downloads of transformers retry for most of a minute where there is no
+    network)."""
+    from huggingface_hub import constants, model_info
+    from huggingface_hub.utils import RepositoryNotFoundError
+
+    missing = f"model.encoder.path: {name}: neither a local folder nor in the Hugging Face cache"
+    advice = "download it where there is internet and give its folder (embeddings/README.md, 'Any hub encoder')"
+    if constants.HF_HUB_OFFLINE:
+        raise EncoderNotFound(f"{missing}, and offline mode is on (HF_HUB_OFFLINE); {advice}")
+    try:
+        model_info(name, timeout=HUB_TIMEOUT)
+    except RepositoryNotFoundError:
+        raise EncoderNotFound(f"{missing}, nor a model on the hub (or a private one, which needs a login)") from None
+    except Exception as error:  # no connection, a timeout, a proxy: each HTTP library has its own exceptions
+        raise EncoderNotFound(f"{missing}, and it could not be downloaded ({_first_line(error)}); {advice}") \
+            from None
+
+
+def _weight_errors() -> tuple[type[Exception], ...]:
+    """What transformers raises, unwrapped, for a weight file safetensors cannot read."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # then transformers reads no safetensors file
+        return ()
+    return (SafetensorError,)
+
+
+def _damaged_weights(name: str, local: bool, error: Exception) -> EncoderError:
+    """The error for weights transformers could not read: naming the damaged file
+    where :func:`check_weights` finds it."""
+    try:
+        check_weights(Path(name) if local else _snapshot_folder(name))
+    except DamagedWeights as damaged:
+        return EncoderError(f"model.encoder.path: {damaged}")
+    return EncoderError(f"model.encoder.path: {name}: cannot read its weights ({_first_line(error)})")
 
 
 def _snapshot_folder(name: str) -> Path:
@@ -371,14 +436,19 @@ def _snapshot_folder(name: str) -> Path:
 
 @contextlib.contextmanager
 def _quiet(transformers):
-    """No progress bars or advice from transformers while loading."""
+    """No progress bars or advice from transformers, no warnings from the hub's
+    library (such as its retries), while loading."""
+    from huggingface_hub.utils import logging as hub_logging
+
     bars = transformers.utils.logging.is_progress_bar_enabled()
-    level = transformers.utils.logging.get_verbosity()
+    level, hub_level = transformers.utils.logging.get_verbosity(), hub_logging.get_verbosity()
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
+    hub_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hub_logging.set_verbosity(hub_level)
         transformers.utils.logging.set_verbosity(level)
         if bars:
             transformers.utils.logging.enable_progress_bar()
