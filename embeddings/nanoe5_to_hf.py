@@ -51,7 +51,7 @@ from typing import Iterator
 
 import numpy as np
 
-from kgparser.atomic import os_error_message, temporary_name
+from kgparser.atomic import os_error_message, process_alive, temporary_name
 
 MAGIC = b"E5S1"
 VERSION = 1
@@ -464,15 +464,7 @@ def remove_stale_folders(out_dir: Path) -> list[Path]:
 def _ended(pid: int) -> bool:
     """Whether process ``pid`` no longer runs (a folder named with this
     process's own id was left by an earlier process of that id)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # exists, owned by someone else
-        return False
-    return False
+    return pid == os.getpid() or not process_alive(pid)
 
 
 def _fsync(path: Path) -> None:

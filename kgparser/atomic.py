@@ -222,7 +222,8 @@ def write_text(path: str | Path, text: str) -> None:
         handle.write(text)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (owned by anyone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -242,7 +243,7 @@ def remove_stale_temporaries(folder: str | Path, of: str | None = None) -> list[
         return removed
     for entry in folder.glob(f".{glob.escape(of)}.*.tmp" if of else ".*.tmp"):
         match = _TEMPORARY.match(entry.name)
-        if match and (of is None or match["name"] == of) and entry.is_file() and not _alive(int(match["pid"])):
+        if match and (of is None or match["name"] == of) and entry.is_file() and not process_alive(int(match["pid"])):
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed

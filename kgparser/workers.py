@@ -41,6 +41,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import KgparserError
+from .model.memory import available_memory
 from .parent_death import end_with_parent
 
 #: chunks in flight (sent, or parsed but not yet yielded) per worker
@@ -146,7 +147,7 @@ def worker_count(asked: int) -> int:
     fewer than asked."""
     cores = usable_cores()
     held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
-    available = _available_memory()
+    available = available_memory()
     fits = max(1, available // held) if available and held else asked
     count = max(1, min(asked, cores, fits))
     if count < asked:
@@ -160,18 +161,6 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _available_memory() -> int | None:
-    """Bytes of memory available to new processes (Linux's MemAvailable), or None where unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def start_method(device: str) -> str:
