@@ -51,7 +51,7 @@ from typing import Iterator
 
 import numpy as np
 
-from kgparser.atomic import os_error_message, process_alive, temporary_name
+from kgparser.io.atomic import os_error_message, process_alive, temporary_name
 
 MAGIC = b"E5S1"
 VERSION = 1

@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-from kgparser.conllu_io import read_conllu
+from kgparser.io.conllu import read_conllu
 from kgparser.transitions import get_system
 
 UNBOUNDED = 10 ** 12

@@ -31,7 +31,7 @@ def untrained_parser(system: str, seed: int, batch_size: int):
     import torch
 
     from kgparser.config import config_from_dict
-    from kgparser.conllu_io import parse_conllu
+    from kgparser.io.conllu import parse_conllu
     from kgparser.inference.parser import Parser
     from kgparser.model import Model
 

@@ -18,7 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-from kgparser.conllu_io import read_conllu
+from kgparser.io.conllu import read_conllu
 from kgparser.transitions import get_system, system_names
 
 BUCKETS = [(1, 10), (11, 20), (21, 40), (41, 80), (81, 10_000)]

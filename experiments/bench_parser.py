@@ -53,7 +53,7 @@ def bench_parse(args) -> None:
     import torch
 
     from kgparser import Parser
-    from kgparser.conllu_io import read_conllu
+    from kgparser.io.conllu import read_conllu
 
     if args.threads:
         torch.set_num_threads(args.threads)

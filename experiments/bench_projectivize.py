@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from kgparser.conllu_io import read_conllu
+from kgparser.io.conllu import read_conllu
 from kgparser.projectivize import projectivize_tree
 from kgparser.transitions.trees import is_projective
 

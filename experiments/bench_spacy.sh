@@ -189,7 +189,7 @@ raw() {
     local gold=$UD/$PREFIX-test.conllu
     mkdir -p "$out"
     # the gold test file's text, rewritten only when it changes
-    "$KGPY" -c 'import sys; from kgparser.conllu_io import read_conllu; from kgparser.rawtext import text_of
+    "$KGPY" -c 'import sys; from kgparser.io.conllu import read_conllu; from kgparser.rawtext import text_of
 sys.stdout.write(text_of(read_conllu(sys.argv[1])))' "$gold" > "$out/test.txt.new"
     if cmp -s "$out/test.txt.new" "$out/test.txt"; then rm "$out/test.txt.new"; else mv "$out/test.txt.new" "$out/test.txt"; fi
     [ -f "$WORK/test.conllu" ] || "$PY" "$HELPER" strip --tree "$gold" "$WORK/test.conllu"

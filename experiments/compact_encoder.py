@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kgparser.atomic import atomic_path  # noqa: E402
-from kgparser.conllu_io import read_conllu  # noqa: E402
+from kgparser.io.atomic import atomic_path  # noqa: E402
+from kgparser.io.conllu import read_conllu  # noqa: E402
 
 WEIGHTS, TOKENIZER = "model.safetensors", "tokenizer.json"  # compressed; the folder's other files are copied
 TABLE = "embeddings.word_embeddings.weight"

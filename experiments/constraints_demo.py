@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kgparser.conllu_io import read_conllu  # noqa: E402
+from kgparser.io.conllu import read_conllu  # noqa: E402
 from kgparser.inference.decoding_constraints import ConstraintWarning  # noqa: E402
 from kgparser.inference.parser import Parser  # noqa: E402
 from kgparser.transitions.trees import children  # noqa: E402

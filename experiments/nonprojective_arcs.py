@@ -1,6 +1,6 @@
 """Where a model's non-projective arcs come from: of the arcs non-projective
 in its predicted trees, how many have the gold head (the reports' precision,
-``kgparser.evaluation.nonprojective_counts``), and how many of those are
+``kgparser.evaluation.scores.nonprojective_counts``), and how many of those are
 non-projective in the gold tree as well, i.e. real non-projective
 structures built right, not right arcs that only look non-projective because
 a word between head and dependent went wrong.
@@ -17,14 +17,14 @@ from __future__ import annotations
 import argparse
 import glob
 
-from kgparser.conllu_io import read_conllu
-from kgparser.evaluation import predicted_nonprojective_arcs
+from kgparser.io.conllu import read_conllu
+from kgparser.evaluation.scores import predicted_nonprojective_arcs
 from kgparser.transitions.trees import nonprojective_arcs
 
 
 def counts(gold: list, predicted: list) -> tuple[int, int, int]:
     """(non-projective arcs predicted, with the gold head, also non-projective in the gold tree),
-    over every word, as the reports count them (:func:`kgparser.evaluation.nonprojective_counts`)."""
+    over every word, as the reports count them (:func:`kgparser.evaluation.scores.nonprojective_counts`)."""
     total = right = real = 0
     for g, p in zip(gold, predicted):
         gold_arcs = set(nonprojective_arcs(g.heads))

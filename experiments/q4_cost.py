@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kgparser.config import EncoderConfig  # noqa: E402
-from kgparser.conllu_io import read_conllu  # noqa: E402
+from kgparser.io.conllu import read_conllu  # noqa: E402
 from kgparser.model.encoder import Encoder  # noqa: E402
 
 QK = 32  # weights per block

@@ -21,8 +21,8 @@ import argparse
 
 import torch
 
-from kgparser.conllu_io import read_conllu
-from kgparser.evaluation import evaluate
+from kgparser.io.conllu import read_conllu
+from kgparser.evaluation.scores import evaluate
 from kgparser.inference.parser import Parser
 from kgparser.transitions.trees import nonprojective_arcs
 from kgparser.inference.tree_repair import ROOT_CHOICES

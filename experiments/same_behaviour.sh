@@ -31,7 +31,7 @@ env PYTHONPATH="$CODE" $PY - "$OUT/devtest.conllu" "$OUT/constraints.jsonl" <<'P
 import json, random, sys
 sys.path.insert(0, "experiments")
 from constraints_demo import gold_constraints
-from kgparser.conllu_io import read_conllu
+from kgparser.io.conllu import read_conllu
 rng = random.Random(1)
 with open(sys.argv[2], "w", encoding="utf-8") as out:
     for s in read_conllu(sys.argv[1]):

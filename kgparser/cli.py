@@ -17,7 +17,7 @@ import sys
 from typing import Iterator
 
 from . import __version__, commands
-from .atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
+from .io.atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
 from .errors import KgparserError, Terminated
 
 

@@ -6,7 +6,7 @@ naming the file and the dotted key path.  Command-line overrides use the same
 paths: ``--set training.epochs=5 --set model.char_dim=0``; their values are
 parsed as YAML scalars (``5``, ``true``, ``null``, ``[a, b]``).
 
-The file and every ``--set`` value are read by :mod:`kgparser.yaml_text`
+The file and every ``--set`` value are read by :mod:`kgparser.io.yaml_text`
 (YAML 1.2 floats, such as ``1e-4``).  A key that has moved (:data:`MOVED_KEYS`)
 is still read, its value moved to the new key with a :class:`FutureWarning`.
 
@@ -31,7 +31,7 @@ import yaml
 
 from .errors import KgparserError
 from .inference.tree_repair import ROOT_CHOICES
-from .yaml_text import parse_yaml, read_text_file
+from .io.yaml_text import parse_yaml, read_text_file
 
 ORACLES = ("static", "dynamic", "static-dynamic")
 UNBUILDABLE_POLICIES = ("skip", "dynamic")
@@ -226,7 +226,7 @@ class Config:
         return dataclasses.asdict(self)
 
     def save(self, path: str | Path) -> None:
-        from .atomic import write_text
+        from .io.atomic import write_text
 
         write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
 

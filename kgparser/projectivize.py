@@ -110,7 +110,7 @@ def _carry_labels(old: list[int], new: list[int], labels: list[str | None]) -> l
 
 
 def projectivize_sentences(sentences: Iterable) -> ProjectivizeSummary:
-    """Projectivize every :class:`kgparser.conllu_io.Sentence` in place (only
+    """Projectivize every :class:`kgparser.io.conllu.Sentence` in place (only
     non-projective trees are rewritten) and say how much changed."""
     summary = ProjectivizeSummary()
     for sentence in sentences:

@@ -2,7 +2,7 @@
 ``Parser.parse(text, input_format="raw")``): paragraphs, sentences and tokens
 by spaCy's rule-based tokenizer and sentencizer for the language
 (``spacy.blank(LANG)``: nothing to download), each sentence a CoNLL-U
-:class:`~kgparser.conllu_io.Sentence` from which the text is rebuilt exactly.
+:class:`~kgparser.io.conllu.Sentence` from which the text is rebuilt exactly.
 
 Paragraphs are separated by blank lines (lines of white space only); the
 first sentence of each gets ``# newpar``.  Every sentence gets ``# sent_id =
@@ -41,7 +41,7 @@ from typing import IO, Iterable, Iterator, Sequence
 
 from conllu.parser import parse_dict_value
 
-from .conllu_io import Sentence, SentenceList, opened_text
+from .io.conllu import Sentence, SentenceList, opened_text
 from .errors import KgparserError
 
 INSTALL_HINT = "raw text needs spaCy: pip install 'kgparser[spacy]' (or pip install spacy)"

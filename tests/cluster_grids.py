@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from kgparser.conllu_io import read_conllu, write_conllu
+from kgparser.io.conllu import read_conllu, write_conllu
 
 SAMPLE = Path(__file__).resolve().parents[1] / "kgparser" / "resources" / "en_ewt_sample"
 

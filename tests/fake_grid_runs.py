@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from kgparser.config import load_config
-from kgparser.conllu_io import read_conllu, write_conllu
+from kgparser.io.conllu import read_conllu, write_conllu
 from kgparser.transitions.trees import random_tree
 
 

@@ -1,6 +1,6 @@
 """A tiny untrained model that tags (UD UPOS, XPOS, FEATS) and parses, with
 ``data.lang: en``, for the raw-text, spaCy-component and picture tests."""
-from kgparser.conllu_io import parse_conllu
+from kgparser.io.conllu import parse_conllu
 from kgparser.model import Model
 from test_model import tiny_config, tiny_conllu
 from test_parse_safety import save

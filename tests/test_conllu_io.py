@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgparser.conllu_io import (
+from kgparser.io.conllu import (
     ConlluError,
     TokenError,
     find_cycle,
@@ -250,7 +250,7 @@ def test_lenient_skips_and_counts_bad_sentences(caplog):
     path = DATA / "mixed_valid_invalid.conllu"
     with pytest.raises(ConlluError, match=":5: expected 10"):
         read_conllu(path)
-    with caplog.at_level(logging.WARNING, logger="kgparser.conllu_io"):
+    with caplog.at_level(logging.WARNING, logger="kgparser.io.conllu"):
         sentences = read_conllu(path, lenient=True)
     assert [s.sent_id for s in sentences] == ["ok1", "ok2", "ok3"]
     assert sentences.n_skipped == 2

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kgparser.cli import main
-from kgparser.coverage import format_markdown, treebank_statistics
+from kgparser.evaluation.coverage import format_markdown, treebank_statistics
 from kgparser.transitions import get_system
 from kgparser.transitions.checking import ExactLoss
 from kgparser.transitions.trees import is_projective, random_tree

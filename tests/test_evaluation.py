@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
-from kgparser.evaluation import (
+from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
+from kgparser.evaluation.scores import (
     EvaluationError,
     NonProjective,
     distance_bucket,

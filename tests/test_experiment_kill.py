@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kgparser.conllu_io import read_conllu, write_conllu
+from kgparser.io.conllu import read_conllu, write_conllu
 from kgparser.experiments import load_grid
 from kgparser.experiments import runners
-from kgparser.locking import TRAIN_LOCK
+from kgparser.io.locking import TRAIN_LOCK
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="needs Linux: prctl(PR_SET_PDEATHSIG) and /proc")
@@ -142,7 +142,7 @@ def hold_training_lock(folder: Path) -> subprocess.Popen:
     """Another process holding ``folder``'s training lock until its stdin closes,
     as a trainer left running by a killed ``experiment run`` would."""
     holder = subprocess.Popen([sys.executable, "-c",
-                               "import sys\nfrom kgparser.locking import training_lock\n"
+                               "import sys\nfrom kgparser.io.locking import training_lock\n"
                                "with training_lock(sys.argv[1]):\n"
                                "    print('locked', flush=True)\n    sys.stdin.read()\n", str(folder)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -14,8 +14,8 @@ import yaml
 
 from fake_grid_runs import GRID, write_base, write_gold, write_grid
 from kgparser.cli import main
-from kgparser.conllu_io import read_conllu, write_conllu
-from kgparser.evaluation import PRF, NonProjective, evaluate, evaluate_files
+from kgparser.io.conllu import read_conllu, write_conllu
+from kgparser.evaluation.scores import PRF, NonProjective, evaluate, evaluate_files
 from kgparser.experiments import collect, load_grid, run_grid, write_report
 from kgparser.experiments import runners
 from kgparser.experiments.collect import compare_predictions
@@ -90,7 +90,7 @@ def test_report_from_a_tiny_fake_grid(tiny_grid, fake_runs, tmp_path):
 def test_study_scores_are_kgparser_evaluate_scores(tmp_path, fake_runs):
     """One scorer: with the shipped sample treebank as gold and the fake
     parser's perturbed copies of it as predictions, a study's numbers are
-    those of kgparser.evaluation.evaluate: each run's UAS and LAS, the
+    those of kgparser.evaluation.scores.evaluate: each run's UAS and LAS, the
     arc-length and non-projective counts summed over seeds, the scores its
     comparisons test, and those of ``kgparser evaluate --against``."""
     gold = SAMPLE / "test.conllu"

@@ -8,7 +8,7 @@ import torch
 
 torch.set_num_threads(1)
 from kgparser.config import config_from_dict
-from kgparser.conllu_io import parse_conllu
+from kgparser.io.conllu import parse_conllu
 from kgparser.inference.decode import decode
 from kgparser.model import Model
 from kgparser.model.inputs import rounded_width

@@ -13,9 +13,9 @@ import threading
 import pytest
 import torch
 
-from kgparser import atomic
+from kgparser.io import atomic
 from kgparser.cli import main
-from kgparser.conllu_io import parse_conllu
+from kgparser.io.conllu import parse_conllu
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_conllu
 from test_parse_safety import save, tiny_model
 

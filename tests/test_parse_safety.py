@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kgparser.cli import main
-from kgparser.conllu_io import ConlluError, parse_conllu, read_conllu
+from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu
 from kgparser.errors import KgparserError
 from kgparser.inference.decode import NonFiniteScores
 from kgparser.model.checkpoint import CheckpointError

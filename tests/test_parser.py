@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from kgparser.config import config_from_dict
-from kgparser.conllu_io import parse_conllu
+from kgparser.io.conllu import parse_conllu
 from kgparser.model.checkpoint import CheckpointError
 from kgparser.inference.decoding_constraints import DecodingConstraint
 from kgparser.inference.parser import Parser

@@ -10,7 +10,7 @@ import torch
 
 from kgparser.cli import main
 from kgparser.config import config_from_dict
-from kgparser.conllu_io import parse_conllu
+from kgparser.io.conllu import parse_conllu
 from kgparser.constraints import ConstraintError, Constraints, constraint_filter
 from kgparser.inference.decoding_constraints import as_constraint
 from kgparser.inference.decode import decode

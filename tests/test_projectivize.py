@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from kgparser.cli import main
-from kgparser.conllu_io import read_conllu
+from kgparser.io.conllu import read_conllu
 from kgparser.projectivize import (ProjectivizeError, is_projective_tree, projectivize_sentences,
                                    projectivize_tree)
 from kgparser.transitions.trees import all_trees, is_projective, random_tree

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kgparser.cli import main
-from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
+from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 from kgparser.rawtext import RawTextError, escape, paragraph_spans, text_of, unescape
 from rawtext_models import save_tiny_model
 from test_model import IGNORE_TINY_MODEL_WARNINGS

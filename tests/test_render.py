@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 import pytest
 
 from kgparser.cli import main
-from kgparser.conllu_io import parse_conllu, read_conllu, sample_data_path
-from kgparser.render import arc_levels, render
+from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
+from kgparser.io.render import arc_levels, render
 from rawtext_models import save_tiny_model
 
 SVG = "{http://www.w3.org/2000/svg}"

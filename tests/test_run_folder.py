@@ -13,7 +13,7 @@ import torch
 from kgparser.cli import main
 from kgparser.config import ConfigError
 from kgparser.errors import KgparserError
-from kgparser.run_folder import MARKER, RUN_FILES, RunFolderError
+from kgparser.training.run_folder import MARKER, RUN_FILES, RunFolderError
 from kgparser.training import TrainingError, train
 from test_cli_train_parse import write_config
 from test_training import NON_PROJECTIVE, tiny_run
@@ -156,7 +156,7 @@ def test_a_run_of_a_kgparser_before_the_marker_is_recognised(tmp_path):
 
 
 def test_a_marked_folder_with_an_experiment_s_files_is_trained_beside_them(tmp_path):
-    from kgparser.run_folder import mark_run_folder
+    from kgparser.training.run_folder import mark_run_folder
 
     out = tmp_path / "run"
     out.mkdir()

@@ -10,10 +10,10 @@ import sys
 import pytest
 import torch
 
-from kgparser import atomic
+from kgparser.io import atomic
 from kgparser.cli import main
-from kgparser.conllu_io import parse_conllu, write_conllu
-from kgparser.locking import LockBusy, exclusive_lock
+from kgparser.io.conllu import parse_conllu, write_conllu
+from kgparser.io.locking import LockBusy, exclusive_lock
 from kgparser.training import TrainingError, train
 from kgparser.training.monitor import MetricsFile
 from test_cli_train_parse import write_config
@@ -49,7 +49,7 @@ class _FullDisk:
 
 @pytest.fixture
 def full_disk(monkeypatch):
-    """Call it to make ``open`` in kgparser.atomic give handles that fail with
+    """Call it to make ``open`` in kgparser.io.atomic give handles that fail with
     ENOSPC after 100 characters."""
     real_open = open
 
@@ -137,7 +137,7 @@ def test_a_second_trainer_on_one_folder_is_refused(tmp_path):
     config = tiny_run(tmp_path, epochs=1)
     (tmp_path / "run").mkdir()
     holder = subprocess.Popen([sys.executable, "-c",
-                               "import sys, time; from kgparser.locking import training_lock\n"
+                               "import sys, time; from kgparser.io.locking import training_lock\n"
                                "with training_lock(sys.argv[1]):\n print('held', flush=True); time.sleep(60)",
                                str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
     try:

@@ -22,7 +22,7 @@ def model(tmp_path_factory):
 
 @pytest.fixture
 def nlp(model):
-    import kgparser.spacy_component  # noqa: F401 (the subprocess test checks the entry point)
+    import kgparser.inference.spacy_component  # noqa: F401 (the subprocess test checks the entry point)
 
     nlp = spacy.blank("en")
     nlp.add_pipe("kgparser", config={"model": model})
@@ -96,7 +96,7 @@ def test_pipe_parses_documents_in_batches(nlp, monkeypatch):
 def test_saved_and_loaded_without_the_original_checkpoint(tmp_path, model):
     import shutil
 
-    from kgparser.spacy_component import MODEL_FILE
+    from kgparser.inference.spacy_component import MODEL_FILE
 
     moved = tmp_path / "model.pt"
     shutil.copyfile(model, moved)
@@ -113,7 +113,7 @@ def test_saved_and_loaded_without_the_original_checkpoint(tmp_path, model):
 
 
 def test_a_component_without_a_model_is_one_line():
-    import kgparser.spacy_component  # noqa: F401
+    import kgparser.inference.spacy_component  # noqa: F401
     from kgparser.errors import KgparserError
 
     with pytest.raises(KgparserError, match='needs a model: nlp.add_pipe."kgparser"'):

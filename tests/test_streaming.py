@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgparser.conllu_io import Sentence, parse_conllu, sample_data_path
+from kgparser.io.conllu import Sentence, parse_conllu, sample_data_path
 from kgparser.inference.parser import Parser
-from kgparser.streaming import InputFile, chunked
+from kgparser.inference.corpus import InputFile, chunked
 from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
 from kgparser.model import Model
-from kgparser import workers
-from kgparser.workers import WorkerDied
+from kgparser.inference import workers
+from kgparser.inference.workers import WorkerDied
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_config, tiny_sentences
 
 torch.set_num_threads(1)
@@ -229,7 +229,7 @@ def test_workers_end_with_their_parent_however_it_ends(checkpoint, corpus, tmp_p
 def test_workers_end_at_the_end_of_their_pipe_without_a_death_signal(checkpoint, corpus, tmp_path):
     """Where the kernel sends no signal (not Linux), a worker reads the end of
     its pipe: it holds no copy of the parent's end, nor of another worker's."""
-    patched = ("import sys, kgparser.workers as w; w.end_with_parent = lambda parent: None; "
+    patched = ("import sys, kgparser.inference.workers as w; w.end_with_parent = lambda parent: None; "
                "from kgparser.cli import main; sys.exit(main())")
     process, workers, _ = _start_reading_stdin(checkpoint, tmp_path / "out.conllu", corpus,
                                                [sys.executable, "-c", patched])
@@ -285,7 +285,7 @@ def test_a_progress_line_on_a_terminal_unless_quiet(checkpoint, corpus):
 
 def test_spawned_workers_give_the_same_sentences(checkpoint, corpus, monkeypatch):
     """How workers start where they cannot be forked (a GPU model, macOS)."""
-    monkeypatch.setattr("kgparser.workers.start_method", lambda device: "spawn")
+    monkeypatch.setattr("kgparser.inference.workers.start_method", lambda device: "spawn")
     sentences = list(parse_conllu(corpus.read_text(encoding="utf-8"), require_tree=False))
     piped = Parser.load(checkpoint).pipe(sentences, chunk_size=40, processes=2)
     assert "".join(s.to_conllu() for s in piped) == one_shot(checkpoint, corpus)

@@ -13,18 +13,18 @@ import torch
 
 from kgparser.cli import main
 from kgparser.config import ConfigError, config_from_dict
-from kgparser.conllu_io import ConlluError, parse_conllu, read_conllu, sample_data_path, write_conllu
+from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu, sample_data_path, write_conllu
 from kgparser.errors import KgparserError
-from kgparser.evaluation import evaluate
+from kgparser.evaluation.scores import evaluate
 from kgparser.model import Model
 from kgparser.model.tagger import IGNORED, TAG_CLASS_OFFSET, tag_targets, tagging_loss
 from kgparser.inference.parser import Parser
-from kgparser.inference.plaintext import read_tokenized
+from kgparser.io.plaintext import read_tokenized
 from kgparser.inference.decode import decode
 from kgparser.inference.tags import TagWarning, UntaggedInput
 from kgparser.training import train
 from kgparser.training.trainer import EpochStats, Trainer
-from kgparser.vocab import Vocabularies
+from kgparser.model.vocab import Vocabularies
 from test_model import TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)

@@ -507,7 +507,7 @@ def test_root_node_zero_cost_paths_build_every_arc_of_the_gold_tree(system):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(UD), reason="UD_English-EWT not available")
 def test_static_oracle_and_zero_cost_following_on_english_ewt():
-    from kgparser.conllu_io import read_conllu
+    from kgparser.io.conllu import read_conllu
 
     rng = random.Random(15)
     golds = [s.heads for s in itertools.islice(read_conllu(UD), 600)]

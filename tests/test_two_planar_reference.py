@@ -165,7 +165,7 @@ def follow_with_errors(system, gold, rng, explore):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(UD), reason="UD_English-EWT not available")
 def test_costs_equal_full_evaluation_on_english_ewt():
-    from kgparser.conllu_io import read_conllu
+    from kgparser.io.conllu import read_conllu
 
     rng = random.Random(22)
     golds = [sentence.heads for sentence in itertools.islice(read_conllu(UD), 150)]

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..conllu_io import read_conllu
-    from ..evaluation import check_sentence_counts, evaluate
-    from ..evaluation_aligned import same_words
+    from ..io.conllu import read_conllu
+    from ..evaluation.scores import check_sentence_counts, evaluate
+    from ..evaluation.aligned import same_words
 
     punct = not args.no_punct
     gold = read_conllu(args.gold, require_tree=True)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_aligned(args: argparse.Namespace, gold, pred) -> int:
     """Score a prediction of other words (or with ``--aligned``) through the character alignment."""
-    from ..evaluation_aligned import evaluate_aligned
+    from ..evaluation.aligned import evaluate_aligned
 
     word_by_word = [option for option, given in (("--against", args.against), ("--breakdown", args.breakdown),
                                                  ("--no-punct", args.no_punct)) if given]

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from ..inference.parser import Parser
-    from ..streaming import bound_kernel_cache
+    from ..inference.corpus import bound_kernel_cache
 
     bound_kernel_cache()
     _check_output(args)
@@ -120,7 +120,7 @@ def _check_output(args: argparse.Namespace) -> None:
     """Refuse an output that is the model or the constraints file: it would be
     replaced by CoNLL-U.  The input itself may be the output (a file output is
     a temporary file until the input is read and parsed to its end)."""
-    from ..atomic import same_file
+    from ..io.atomic import same_file
     from ..errors import KgparserError
 
     for option, path in (("--model", args.model), ("--constraints", args.constraints)):

@@ -11,8 +11,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import output_target
-    from ..conllu_io import read_conllu, write_conllu
+    from ..io.atomic import output_target
+    from ..io.conllu import read_conllu, write_conllu
     from ..projectivize import projectivize_sentences
 
     sentences = read_conllu(args.input)

@@ -13,9 +13,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..conllu_io import read_conllu
+    from ..io.conllu import read_conllu
     from ..errors import KgparserError
-    from ..coverage import format_markdown, format_text, treebank_statistics
+    from ..evaluation.coverage import format_markdown, format_text, treebank_statistics
     from ..transitions import system_class
 
     for name in args.systems or []:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from ..yaml_text import read_text_file
+from ..io.yaml_text import read_text_file
 from .records import ConstraintError
 from .sentence import Constraints, is_int
 

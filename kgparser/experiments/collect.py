@@ -1,5 +1,5 @@
 """Collecting what the runs of a grid wrote: test scores (those of
-``kgparser evaluate``, :func:`kgparser.evaluation.evaluate`, of the best
+``kgparser evaluate``, :func:`kgparser.evaluation.scores.evaluate`, of the best
 checkpoint's predictions against the gold test file, with their breakdowns
 and their counts sentence by sentence for the significance tests) and
 learning curves.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..conllu_io import read_conllu
-from ..evaluation import Scores, evaluate
+from ..io.conllu import read_conllu
+from ..evaluation.scores import Scores, evaluate
 from .grid import Grid, Run, run_config
 from .runners import MARKER, run_status
 from .significance import PairedResult, paired_test
@@ -27,7 +27,7 @@ CURVES = {"dev/las": "dev_las", "dev/uas": "dev_uas", "train/loss": "loss"}
 class RunResult:
     run: Run
     status: str
-    #: the test scores (:func:`kgparser.evaluation.evaluate`, non-projective arcs counted); None where not scored
+    #: the test scores (:func:`kgparser.evaluation.scores.evaluate`, non-projective arcs counted); None where not scored
     scores: Scores | None = None
     #: series name (see CURVES) -> [(epoch, value), ...]
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)

@@ -35,7 +35,7 @@ import yaml
 
 from ..config import INPUT_PATHS, ConfigError, key_problem, load_config, moved_key, resolved_input_path
 from ..errors import KgparserError
-from ..yaml_text import parse_yaml, read_text_file
+from ..io.yaml_text import parse_yaml, read_text_file
 
 #: axis names that stand for a config key when their values are a plain list
 SHORTHANDS = {

@@ -17,7 +17,7 @@ run`` commands (e.g. on different ``--only`` slices, or on machines sharing
 the folder) can work on one grid: a run locked by another one is skipped,
 and a run another one has finished meanwhile is not trained again.  A run
 whose folder a trainer still writes (it holds ``RUN_DIR/.train.lock``, see
-:mod:`kgparser.locking`) is skipped too, whoever started that trainer, so a
+:mod:`kgparser.io.locking`) is skipped too, whoever started that trainer, so a
 run never gets two writers.
 
 A run's processes die with the process that started them (on Linux): if
@@ -48,12 +48,12 @@ from typing import Callable
 
 import yaml
 
-from ..atomic import write_text
+from ..io.atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
-from ..locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
+from ..io.locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
 from ..parent_death import die_with_parent
-from ..run_folder import BEST, LAST, mark_run_folder
+from ..training.run_folder import BEST, LAST, mark_run_folder
 from .grid import Grid, Run, fingerprint, run_config, system_options
 
 MARKER = "experiment.json"

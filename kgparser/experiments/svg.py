@@ -10,7 +10,7 @@ import math
 from html import escape
 from pathlib import Path
 
-from ..atomic import write_text
+from ..io.atomic import write_text
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")

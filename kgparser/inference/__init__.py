@@ -5,5 +5,5 @@
 :mod:`~kgparser.inference.tags` (which tags are read, predicted and written),
 :mod:`~kgparser.inference.decoding_constraints` (span and arc constraints for the decoder),
 :mod:`~kgparser.inference.tree_repair` (a final state into a valid UD tree) and
-:mod:`~kgparser.inference.plaintext` (pre-tokenized text as input).
+:mod:`~kgparser.io.plaintext` (pre-tokenized text as input).
 """

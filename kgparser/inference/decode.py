@@ -1,7 +1,7 @@
 """Greedy batched decoding: the decoder behind :class:`kgparser.inference.parser.Parser`.
 
 A batch of sentences is encoded with one BiLSTM call; all parser states then
-advance in lock-step (:class:`~kgparser.stepper.Stepper`, shared with the
+advance in lock-step (:class:`~kgparser.model.stepper.Stepper`, shared with the
 trainer), every state that has a choice being scored by one MLP call per step
 and given the best label of each action.  The output is always a valid UD
 tree (:func:`~kgparser.inference.tree_repair.to_valid_tree`).
@@ -40,7 +40,7 @@ from ..errors import KgparserError
 from ..model import CharTable, Model
 from ..model.features import flat_rows, positions_rows
 from ..model.tagger import best_tags
-from ..stepper import Step, Stepper
+from ..model.stepper import Step, Stepper
 from .decoding_constraints import allowed_actions_function, as_constraint, forced_labels_function
 from .tree_repair import loose_words, to_valid_tree
 
@@ -165,7 +165,7 @@ def _decode_batch(model: Model, sentences: Sequence, chosen: list[int], constrai
 
 class _BatchDecoder:
     """Final states of one batch (:meth:`run`), chosen for the batch's
-    :class:`~kgparser.stepper.Stepper` (:class:`~kgparser.stepper.Chooser`).  A
+    :class:`~kgparser.model.stepper.Stepper` (:class:`~kgparser.model.stepper.Chooser`).  A
     sentence whose unchecked constraints prove unsatisfiable (stuck, or a final
     state that misses them) is appended to ``failed`` and restarts without them
     (``constraints`` is updated)."""

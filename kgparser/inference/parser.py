@@ -49,7 +49,7 @@ from .decode import Decoded, DecodingError, collector_paused, decode
 from .decoding_constraints import (ConstraintReport, check_parse, describe_sentence,
                                    drop_unsatisfiable, resolve_constraints)
 from .options import checked_batch_size
-from .plaintext import is_text_format, read_tokenized
+from ..io.plaintext import is_text_format, read_tokenized
 from .tags import TagReport, plan_tags
 from .tree_repair import ROOT_CHOICES
 
@@ -105,7 +105,7 @@ class Parser:
         every other column and comment is kept.  ``constraints``: see the module
         docstring and :meth:`decoding_constraints`; what happened to them is in
         :attr:`constraint_report` afterwards.  A path read with ``lenient=True``
-        gives a :class:`~kgparser.conllu_io.SentenceList` whose ``skipped`` lists
+        gives a :class:`~kgparser.io.conllu.SentenceList` whose ``skipped`` lists
         the sentences that could not be read.  ``tags``: ``auto`` (the input's tags,
         the model's tagger where they are ``_``), ``input`` or ``predict``; predicted
         tags are written only where the input has ``_`` (:mod:`kgparser.tagging`,
@@ -166,8 +166,8 @@ class Parser:
 
     def render(self, data, picture_format: str = "html", **options) -> str:
         """Parse ``data`` (``options`` are :meth:`parse`'s) and draw each sentence's
-        tree: an HTML page or one SVG picture (:mod:`kgparser.render`)."""
-        from ..render import render
+        tree: an HTML page or one SVG picture (:mod:`kgparser.io.render`)."""
+        from ..io.render import render
 
         return render(self.parse(data, **options), picture_format)
 
@@ -194,7 +194,7 @@ class Parser:
 
     @staticmethod
     def _sentences(data, lenient: bool) -> list:
-        from ..conllu_io import Sentence, TokenError, read_conllu, sentences_from_tokens
+        from ..io.conllu import Sentence, TokenError, read_conllu, sentences_from_tokens
 
         if isinstance(data, (str, os.PathLike)):
             return read_conllu(data, lenient=lenient, require_tree=False)
@@ -208,24 +208,24 @@ class Parser:
     def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, output_format: str = "conllu",
                    processes: int = 1, chunk_size: int | None = None, progress: bool = False, **options):
         """Parse a file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
-        open text file) and return a :class:`~kgparser.streaming.ParseSummary`
+        open text file) and return a :class:`~kgparser.inference.corpus.ParseSummary`
         (sentences, words, ``skipped``, ``tag_report``); ``options`` are
         :meth:`parse`'s (``constraints``, ``on_bad_constraints``, ``lenient``,
         ``tags``, ``input_format``, ``lang``, ``root_choice``).  CoNLL-U output
         is streamed: read, parsed and written ``chunk_size`` sentences at a time
-        (default :data:`~kgparser.streaming.DEFAULT_CHUNK_SIZE`), by ``processes``
+        (default :data:`~kgparser.inference.corpus.DEFAULT_CHUNK_SIZE`), by ``processes``
         worker processes, in flat memory, with a progress line on standard error
-        if ``progress`` (:mod:`kgparser.streaming`).  ``output_format``:
+        if ``progress`` (:mod:`kgparser.inference.corpus`).  ``output_format``:
         ``conllu``, or ``html`` / ``svg`` for pictures of the trees
-        (:mod:`kgparser.render`; the whole input at once).  ``keep_skipped``
+        (:mod:`kgparser.io.render`; the whole input at once).  ``keep_skipped``
         reads leniently and writes each sentence that cannot be read back
         unchanged in its place, so that the output has as many sentences as the
         input (without it, a lenient parse leaves them out).  A file target is
         written whole or not at all: nothing is written when parsing fails,
         e.g. on a truncated ``.gz`` file, whose sentences read before the damage
         are not written as if they were the whole file."""
-        from ..render import check_format, write_picture
-        from ..streaming import DEFAULT_CHUNK_SIZE, ParseSummary, parse_file
+        from ..io.render import check_format, write_picture
+        from .corpus import DEFAULT_CHUNK_SIZE, ParseSummary, parse_file
 
         check_format(output_format)
         options["lenient"] = options.get("lenient", False) or keep_skipped
@@ -241,11 +241,11 @@ class Parser:
     def pipe(self, data: Iterable, *, processes: int = 1, chunk_size: int | None = None, **options):
         """Parse any iterable of sentences lazily: a generator of parsed copies,
         ``chunk_size`` sentences read and parsed at a time (default
-        :data:`~kgparser.streaming.DEFAULT_CHUNK_SIZE`), by ``processes`` worker
+        :data:`~kgparser.inference.corpus.DEFAULT_CHUNK_SIZE`), by ``processes`` worker
         processes, in input order.  ``data``: Sentences or token lists as for
         :meth:`parse` (``input_format="text"``: lines of pre-tokenized text);
         ``options`` are :meth:`parse`'s but ``constraints``.  When ``data``
         raises, the sentences read before it are yielded first."""
-        from ..streaming import DEFAULT_CHUNK_SIZE, pipe
+        from .corpus import DEFAULT_CHUNK_SIZE, pipe
 
         return pipe(self, data, processes=processes, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, **options)

@@ -18,7 +18,7 @@ import torch
 from ..config import Config, config_from_saved
 from ..errors import KgparserError
 from ..transitions import get_system
-from ..vocab import Vocabularies
+from .vocab import Vocabularies
 from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_checkpoint
 from .encoder import Encoder, EncoderError, EncoderNotFound
 from .inputs import CharTable, Inputs

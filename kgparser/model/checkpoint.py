@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
-from ..atomic import WriteError, atomic_path, os_error_message
+from ..io.atomic import WriteError, atomic_path, os_error_message
 from ..errors import KgparserError
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "CheckpointError", "checkpoint_data", "load_checkpoint",
@@ -164,7 +164,7 @@ def checkpoint_data(model, epoch: int, dev: dict | None, training: dict | None =
 
 def save_checkpoint(data: dict, path: str | Path) -> None:
     """Write to a temporary file in the same folder, then rename over ``path``
-    (:func:`kgparser.atomic.atomic_path`).  torch reports a full disk as a
+    (:func:`kgparser.io.atomic.atomic_path`).  torch reports a full disk as a
     RuntimeError from its zip writer, which says nothing of disk space, so the
     free space is checked to name the cause."""
     with atomic_path(path) as temporary:

@@ -20,7 +20,7 @@ from typing import Collection
 import numpy as np
 
 from ..errors import KgparserError
-from ..vocab import normalize_form
+from .vocab import normalize_form
 
 
 class EmbeddingsError(KgparserError):
@@ -43,7 +43,7 @@ def read_vectors(path: str | Path, wanted: Collection[str] = (), max_extra_words
     from a spaCy model folder (:func:`read_spacy_vectors`) when ``path`` is one.
 
     Keeps every word in ``wanted`` (compared as written and as
-    :func:`~kgparser.vocab.normalize_form` gives it) plus the first
+    :func:`~kgparser.model.vocab.normalize_form` gives it) plus the first
     ``max_extra_words`` other words of the file (files list frequent words first).
     The first occurrence of a word wins.
     """

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..config import Config
-from ..vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
+from .vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 from .embeddings import lookup_id
 
 EXT_PAD, EXT_UNK = 0, 1

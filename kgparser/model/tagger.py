@@ -21,7 +21,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ..vocab import ROOT_ID, column_values
+from .vocab import ROOT_ID, column_values
 
 #: the columns the tagger can predict, in the order they are reported
 TAG_COLUMNS = ("upos", "xpos", "feats")

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..atomic import write_text
+from ..io.atomic import write_text
 from ..errors import KgparserError
 
 
@@ -64,7 +64,7 @@ class MetricsFile:
     records after the resumed epoch and final records are dropped.
 
     The file is small (one line per epoch), so each write replaces it whole
-    through :func:`kgparser.atomic.write_text`: a kill leaves the previous
+    through :func:`kgparser.io.atomic.write_text`: a kill leaves the previous
     version, never a line cut short.  Such a line, left by a kgparser before
     this one, is dropped on resume with a warning (through ``log``); a damaged
     line elsewhere is an error naming the file and line."""

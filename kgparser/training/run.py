@@ -19,16 +19,16 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from .. import run_folder
+from . import run_folder
 from ..config import Config, config_from_saved
-from ..atomic import os_error_message, remove_stale_temporaries
+from ..io.atomic import os_error_message, remove_stale_temporaries
 from ..errors import KgparserError
-from ..locking import training_lock
+from ..io.locking import training_lock
 from ..model import Model
 from ..model.tagger import TAG_COLUMNS
 from ..model.checkpoint import load_checkpoint
 from . import distributed
-from ..run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
+from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
 from .distributed import World, world_from_environment
 from .monitor import MetricsFile, Progress, TensorBoard, flatten
 from .trainer import Diverged, EpochStats, Trainer
@@ -63,7 +63,7 @@ def epoch_seed(seed: int, epoch: int) -> int:
 
 
 def _read(path: str | None, what: str, config: Config, require_tree: bool = True):
-    from ..conllu_io import read_conllu
+    from ..io.conllu import read_conllu
 
     if not path:
         return None
@@ -86,7 +86,7 @@ def _setup_torch(config: Config) -> None:
 def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """UAS and LAS, and the accuracy of each column the model's tagger predicts, with
     those columns removed from the input first (as users' text comes)."""
-    from ..evaluation import evaluate
+    from ..evaluation.scores import evaluate
     from ..inference.tags import parse_untagged
 
     scores = evaluate(sentences, parse_untagged(model, sentences, batch_size), nonprojective=False)
@@ -116,10 +116,10 @@ def train(config: Config, resume: bool = False, log=print, overwrite: bool = Fal
     """Train as configured; with ``resume``, continue from ``output_dir/last.pt``.
 
     What a run may do to its folder (someone else's files, a trained model,
-    ``config_file``: the config file read) is :mod:`kgparser.run_folder`'s;
+    ``config_file``: the config file read) is :mod:`kgparser.training.run_folder`'s;
     every data file is read and checked before the folder is touched.  The
     folder is locked while the run writes it
-    (:func:`kgparser.locking.training_lock`): a second trainer is refused.
+    (:func:`kgparser.io.locking.training_lock`): a second trainer is refused.
     Started by ``torchrun``, the processes train data-parallel and rank 0
     alone writes the folder (:mod:`kgparser.training.distributed`)."""
     world = world_from_environment()

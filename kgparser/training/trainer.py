@@ -3,7 +3,7 @@
 
 One batch: the BiLSTM reads all sentences at once and every first-layer slot
 projection is computed once (:meth:`Network.project`); the parser states then
-advance in lock-step (:class:`~kgparser.stepper.Stepper`, shared with the
+advance in lock-step (:class:`~kgparser.model.stepper.Stepper`, shared with the
 decoder), the states with a choice being scored together by one MLP call per
 step on detached projections (:class:`_Teacher` decides for them).  Each state's hinge term
 ``max(0, margin - best correct + best wrong)`` is recorded where positive, and
@@ -35,7 +35,7 @@ from ..config import Config
 from ..errors import KgparserError
 from ..model import Model
 from ..model.tagger import tag_targets, tagging_loss
-from ..stepper import Step, Stepper
+from ..model.stepper import Step, Stepper
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
@@ -253,7 +253,7 @@ class _SentenceOracle:
 
 
 class _Teacher:
-    """Decides for the trainer's stepper (:class:`~kgparser.stepper.Chooser`):
+    """Decides for the trainer's stepper (:class:`~kgparser.model.stepper.Chooser`):
     the correct columns of each state with a choice, the hinge terms of the
     states whose best correct transition does not beat the best wrong one by
     the margin, and the transition followed: the oracle's where it fixes one,

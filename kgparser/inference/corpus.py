@@ -10,11 +10,11 @@ the input's size: CoNLL-U, pre-tokenized text and raw text, from a file,
 tokenized as it is read whatever its layout (:class:`~kgparser.rawtext.RawReader`:
 the same sentences whatever the pieces read), so the output is the same,
 byte for byte, for every chunk size and number of processes.  With ``processes`` > 1 the chunks
-are parsed by that many worker processes (:mod:`kgparser.workers`) and
+are parsed by that many worker processes (:mod:`kgparser.inference.workers`) and
 written back in input order.
 
 The output stays safe: a file is written to a temporary file renamed over it
-at the end (:func:`kgparser.atomic.atomic_open`), so an error, a dead worker
+at the end (:func:`kgparser.io.atomic.atomic_open`), so an error, a dead worker
 or Ctrl-C leaves no output file, or the previous one; a stream (standard
 output, a pipe) has received the chunks parsed before the failure.  A
 lenient read skips the sentences that cannot be read, counted with their
@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from .conllu_io import ConlluError, Sentence, SkippedBlock, iter_sentences, opened_text, sentences_from_tokens
-from .errors import KgparserError
-from .inference.plaintext import is_text_format, tokenized_sentences
-from .progress import Progress
-from .inference.tags import TagReport
+from ..io.conllu import ConlluError, Sentence, SkippedBlock, iter_sentences, opened_text, sentences_from_tokens
+from ..errors import KgparserError
+from ..io.plaintext import is_text_format, tokenized_sentences
+from ..io.progress import Progress
+from .tags import TagReport
 
 #: sentences per chunk: a few thousand keep the decoder's length-sorted batches full
 DEFAULT_CHUNK_SIZE = 2000
@@ -71,7 +71,7 @@ def bound_kernel_cache() -> None:
 @dataclass
 class ParseSummary:
     """What a streamed parse did: sentences and words parsed, the sentences a
-    lenient read skipped (their :class:`~kgparser.conllu_io.ConlluError`), and
+    lenient read skipped (their :class:`~kgparser.io.conllu.ConlluError`), and
     the tags (:class:`~kgparser.inference.tags.TagReport`)."""
 
     sentences: int = 0
@@ -112,7 +112,7 @@ def parse_chunk(parser, items: list, *, options: dict, as_text: bool) -> ChunkRe
     """Parse the sentences of ``items`` (Sentences, and SkippedBlocks kept in
     their place) with :meth:`Parser.parse`'s ``options``; the warnings raised
     are recorded (the long-sentence one counted instead)."""
-    from .inference.parser import LongSentenceWarning
+    from .parser import LongSentenceWarning
 
     sentences = [item for item in items if isinstance(item, Sentence)]
     with warnings.catch_warnings(record=True) as caught:
@@ -183,7 +183,7 @@ class InputFile:
                 yield SkippedBlock(error.lines)
 
     def _raw(self, handle, name: str) -> Iterator[Sentence]:
-        from .rawtext import stream_raw
+        from ..rawtext import stream_raw
 
         yield from stream_raw(handle, self.lang, name)
 
@@ -271,7 +271,7 @@ def _streamed(parser, chunks: Iterable[list], processes: int, options: dict, as_
     if summary.tag_report is not None:
         parser.tag_report = summary.tag_report
     if summary.long_sentences:
-        from .inference.parser import warn_long_sentences
+        from .parser import warn_long_sentences
 
         warn_long_sentences(summary.long_sentences, summary.longest, parser.model.max_train_length, stacklevel=4)
 
@@ -300,7 +300,7 @@ def parse_file(parser, source: str | Path, target, *, keep_skipped: bool = False
 
 @contextmanager
 def _output(target) -> Iterator[IO[str]]:
-    from .atomic import STANDARD_OUTPUT, atomic_open, stream_errors
+    from ..io.atomic import STANDARD_OUTPUT, atomic_open, stream_errors
 
     if hasattr(target, "write"):
         name = STANDARD_OUTPUT if target is sys.stdout else getattr(target, "name", "the output")

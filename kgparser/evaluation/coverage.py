@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .transitions import get_system, system_names
-from .transitions.base import hamming_loss
-from .transitions.trees import nonprojective_arcs
+from ..transitions import get_system, system_names
+from ..transitions.base import hamming_loss
+from ..transitions.trees import nonprojective_arcs
 
 
 @dataclass

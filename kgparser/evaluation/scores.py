@@ -53,9 +53,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .conllu_io import Sentence, read_conllu
-from .errors import KgparserError
-from .transitions.trees import nonprojective_arcs
+from ..io.conllu import Sentence, read_conllu
+from ..errors import KgparserError
+from ..transitions.trees import nonprojective_arcs
 
 __all__ = ["EvaluationError", "NonProjective", "PRF", "Scores", "check_sentence_counts", "distance_bucket",
            "evaluate", "evaluate_files", "features", "nonprojective_counts", "predicted_nonprojective_arcs",

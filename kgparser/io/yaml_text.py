@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .errors import KgparserError
+from ..errors import KgparserError
 
 
 class YamlLoader(yaml.SafeLoader):

@@ -23,7 +23,7 @@ order.  Tokens, sentences and words are spans of these characters:
   file has them.
 
 When the two files have the same words these are the gold-tokenization
-scores of :mod:`kgparser.evaluation` (precision = recall = F1 = accuracy).
+scores of :mod:`kgparser.evaluation.scores` (precision = recall = F1 = accuracy).
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .conllu_io import Sentence
-from .evaluation import PRF, EvaluationError, features, universal_label
+from ..io.conllu import Sentence
+from .scores import PRF, EvaluationError, features, universal_label
 
 #: the head of a root word, and of a word without a HEAD (``_``: never right)
 ROOT, NO_HEAD = -1, -2
@@ -140,7 +140,7 @@ class AlignedScores:
 
 def same_words(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> bool:
     """Whether the files have the same sentences of the same words (then
-    :func:`kgparser.evaluation.evaluate` scores them word by word)."""
+    :func:`kgparser.evaluation.scores.evaluate` scores them word by word)."""
     return len(gold) == len(pred) and all(g.forms == p.forms for g, p in zip(gold, pred))
 
 

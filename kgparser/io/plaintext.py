@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..conllu_io import ConlluError, Sentence, SentenceList, control_character, opened_text
+from .conllu import ConlluError, Sentence, SentenceList, control_character, opened_text
 from ..errors import KgparserError
 
 INPUT_FORMATS = ("conllu", "text", "raw")  # raw: kgparser.rawtext

@@ -40,9 +40,9 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
-from .errors import KgparserError
-from .model.memory import available_memory
-from .parent_death import end_with_parent
+from ..errors import KgparserError
+from ..model.memory import available_memory
+from ..parent_death import end_with_parent
 
 #: chunks in flight (sent, or parsed but not yet yielded) per worker
 CHUNKS_PER_WORKER = 2
@@ -71,8 +71,8 @@ def model_bytes(model) -> bytes:
 def _build_parser(data: bytes, device: str, batch_size: int):
     import torch
 
-    from .model import Model
-    from .inference.parser import Parser
+    from ..model import Model
+    from .parser import Parser
 
     torch.set_num_threads(1)
     model = Model.from_data(torch.load(io.BytesIO(data), weights_only=True))

@@ -37,9 +37,9 @@ from spacy.language import Language
 from spacy.pipeline import Sentencizer
 from spacy.util import minibatch
 
-from .errors import KgparserError
-from .inference.options import checked_batch_size
-from .rawtext import build_sentences, doc_words
+from ..errors import KgparserError
+from .options import checked_batch_size
+from ..rawtext import build_sentences, doc_words
 
 MODEL_FILE = "model.pt"
 #: the label of a white-space token's arc
@@ -86,7 +86,7 @@ class KgparserComponent:
     def parser(self):
         """The :class:`kgparser.Parser`, loaded on first use."""
         if self._parser is None:
-            from .inference.parser import Parser
+            from .parser import Parser
 
             self._parser = Parser.load(self.model, batch_size=self.batch_size)
         return self._parser
@@ -118,7 +118,7 @@ class KgparserComponent:
 
     def to_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> None:
         """Copy the checkpoint into ``path`` (a folder, made if needed)."""
-        from .atomic import atomic_path
+        from ..io.atomic import atomic_path
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)

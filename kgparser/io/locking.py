@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ContextManager, Iterator
 
-from .errors import KgparserError
+from ..errors import KgparserError
 
 TRAIN_LOCK = ".train.lock"
 

@@ -24,7 +24,7 @@ from typing import Callable, Protocol, Sequence
 
 import torch
 
-from .model.features import flat_rows, state_rows
+from .features import flat_rows, state_rows
 
 __all__ = ["Chooser", "Step", "Stepper"]
 

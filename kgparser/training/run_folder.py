@@ -2,7 +2,7 @@
 the marker that says it wrote it, and what a new run may do to a folder.
 
 ``kgparser train`` writes its marker ``.kgparser-run`` before any other file
-of a run (under the folder's lock, :func:`kgparser.locking.training_lock`).
+of a run (under the folder's lock, :func:`kgparser.io.locking.training_lock`).
 The run's own files are :data:`RUN_FILES`; they are kgparser's only where the
 marker is (or, in a folder of a kgparser too old to write the marker, where
 ``best.pt`` or ``last.pt`` is a kgparser checkpoint).  So:
@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import same_file, write_text
-from .errors import KgparserError
-from .locking import TRAIN_LOCK
+from ..io.atomic import same_file, write_text
+from ..errors import KgparserError
+from ..io.locking import TRAIN_LOCK
 
 MARKER = ".kgparser-run"
 CONFIG_FILE, METRICS_FILE, TENSORBOARD_DIR = "config.yaml", "metrics.jsonl", "tensorboard"
@@ -126,7 +126,7 @@ def _is_checkpoint(path: Path) -> bool:
         return False
     import torch
 
-    from .model.checkpoint import CHECKPOINT_FORMAT
+    from ..model.checkpoint import CHECKPOINT_FORMAT
 
     try:  # mapped, not read: a look at one key of a file that may be large
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
