@@ -3,7 +3,9 @@
 The transition systems (:mod:`kgparser.transitions`) are importable without
 torch; :class:`Parser` (loaded lazily) needs it.
 """
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["Parser", "__version__"]
 
 
 def __getattr__(name):

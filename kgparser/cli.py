@@ -16,7 +16,8 @@ import signal
 import sys
 from typing import Iterator
 
-from . import __version__, commands
+from . import commands
+from .version import __version__
 from .io.atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
 from .errors import KgparserError, Terminated
 

@@ -30,7 +30,6 @@ from typing import Any, Optional
 import yaml
 
 from .errors import KgparserError
-from .inference.tree_repair import ROOT_CHOICES
 from .io.yaml_text import parse_yaml, read_text_file
 
 ORACLES = ("static", "dynamic", "static-dynamic")
@@ -41,6 +40,8 @@ POS_COLUMNS = ("upos", "xpos")
 TAG_INPUTS = ("gold", "predicted", "soft", "none")
 DEVICES = ("cpu", "cuda")
 POOLINGS = ("mean", "first")
+#: which loose word of a final parser state becomes the root (kgparser/inference/tree_repair.py)
+ROOT_CHOICES = ("scored", "first", "last", "multi")
 
 
 class ConfigError(KgparserError):

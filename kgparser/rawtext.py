@@ -41,7 +41,7 @@ from typing import IO, Iterable, Iterator, Sequence
 
 from conllu.parser import parse_dict_value
 
-from .io.conllu import Sentence, SentenceList, opened_text
+from .io.conllu import Sentence, SentenceList
 from .errors import KgparserError
 
 INSTALL_HINT = "raw text needs spaCy: pip install 'kgparser[spacy]' (or pip install spacy)"
@@ -131,24 +131,12 @@ def model_language(config) -> str | None:
     return match["lang"] if match else None
 
 
-def read_raw(source, lang: str | None) -> SentenceList:
-    """The sentences of raw text: ``source`` is the text itself (a str) or a
-    file (a :class:`os.PathLike`; ``Path("-")`` is standard input, ``.gz`` is
-    decompressed)."""
-    if isinstance(source, os.PathLike):
-        with opened_text(source) as (handle, name):
-            return SentenceList(stream_raw(handle, lang, name))
-    if not isinstance(source, str):
-        raise RawTextError(f"raw text: expected the text (a str) or a file path, got {type(source).__name__}")
-    return raw_sentences(source, lang)
-
-
 def raw_sentences(text: str, lang: str | None, source: str = "<text>") -> SentenceList:
     """Tokenize and sentence-split ``text`` (see the module docstring)."""
-    return SentenceList(stream_raw(io.StringIO(text), lang, source))
+    return SentenceList(stream_raw(io.StringIO(text), source, lang))
 
 
-def stream_raw(handle: IO[str], lang: str | None, source: str) -> Iterator[Sentence]:
+def stream_raw(handle: IO[str], source: str, lang: str | None) -> Iterator[Sentence]:
     """The sentences of the raw text of an open file, read :data:`BLOCK`
     characters at a time: memory stays bounded whatever the text's layout
     (no blank lines, one giant line, no line end at all)."""

@@ -11,6 +11,7 @@ import torch
 from kgparser.cli import main
 from kgparser.config import config_from_dict
 from kgparser.io.conllu import parse_conllu
+from kgparser.io.reader import read
 from kgparser.constraints import ConstraintError, Constraints, constraint_filter
 from kgparser.inference.decoding_constraints import as_constraint
 from kgparser.inference.decode import decode
@@ -162,7 +163,7 @@ def test_unsatisfiable_sets_found_while_decoding(eager_end):
     Constraints(unsatisfiable["arcs"]).check_structure(3)
     with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
         parser.parse(tokens, constraints=[None, {"arcs": [[0, 2]]}, unsatisfiable], tags="input")
-    sentences = Parser._sentences(tokens, lenient=False)
+    sentences = read(tokens)
     with pytest.raises(ConstraintError, match="sentence 3: .*no projective tree"):
         parser.decoding_constraints(sentences, [None, None, unsatisfiable])
     with pytest.warns(ConstraintWarning, match="sentence 3: .*no projective tree"):

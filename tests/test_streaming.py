@@ -20,7 +20,8 @@ import torch
 
 from kgparser.io.conllu import Sentence, parse_conllu, sample_data_path
 from kgparser.inference.parser import Parser
-from kgparser.inference.corpus import InputFile, chunked
+from kgparser.inference.corpus import chunked
+from kgparser.io.reader import Input
 from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
 from kgparser.model import Model
 from kgparser.inference import workers
@@ -85,7 +86,7 @@ def test_gzip_in_and_out_with_two_processes(checkpoint, corpus, tmp_path):
 
 
 def test_chunks_hold_whole_sentences_with_their_comments(corpus):
-    reader = InputFile(corpus)
+    reader = Input(corpus)
     chunks = list(chunked(reader.items(), 3))
     assert {len(chunk) for chunk in chunks[:-1]} == {3}
     items = [item for chunk in chunks for item in chunk]

@@ -19,7 +19,7 @@ from kgparser.evaluation.scores import evaluate
 from kgparser.model import Model
 from kgparser.model.tagger import IGNORED, TAG_CLASS_OFFSET, tag_targets, tagging_loss
 from kgparser.inference.parser import Parser
-from kgparser.io.plaintext import read_tokenized
+from kgparser.io.reader import read
 from kgparser.inference.decode import decode
 from kgparser.inference.tags import TagWarning, UntaggedInput
 from kgparser.training import train
@@ -328,7 +328,7 @@ def test_a_tag_with_white_space_beside_untagged_words_is_refused_at_reading(tagg
 # -- plain text -----------------------------------------------------------------------------
 
 def test_pretokenized_text_reads_one_sentence_per_line():
-    sentences = read_tokenized(["The  dog barks .\n", "   \n", "\tHi\tthere\n"])
+    sentences = read(["The  dog barks .\n", "   \n", "\tHi\tthere\n"], "text")
     assert [s.forms for s in sentences] == [["The", "dog", "barks", "."], ["Hi", "there"]]
     assert [(s.sent_id, s.text, s.line) for s in sentences] == [("1", "The dog barks .", 1), ("2", "Hi there", 3)]
     assert sentences[0].upos == [None] * 4 and sentences[0].heads == [-1] * 5
@@ -337,10 +337,10 @@ def test_pretokenized_text_reads_one_sentence_per_line():
 def test_pretokenized_text_with_crlf_line_ends_and_control_characters(tmp_path):
     source = tmp_path / "in.txt"
     source.write_bytes(b"The dog\r\n\r\nbarks .\r\n")
-    assert [s.to_conllu().count("\r") for s in read_tokenized(source)] == [0, 0]
+    assert [s.to_conllu().count("\r") for s in read(source, "text")] == [0, 0]
     source.write_bytes(b"The dog\r\nba\x00rks .\r\n")
     with pytest.raises(ConlluError, match=r"in\.txt:2: token 1 holds the control character U\+0000"):
-        read_tokenized(source)
+        read(source, "text")
 
 
 def test_plain_text_in_conllu_out(tagger_checkpoint, tmp_path, capsys):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ..errors import KgparserError
 
@@ -124,23 +123,6 @@ def _check_mode(model, mode: str) -> None:
         raise KgparserError(f"tags: expected one of {', '.join(TAG_MODES)}, got {mode!r}")
     if mode == "predict" and not model.tag_columns:
         raise KgparserError("--tags predict: this model has no tagger (train one with model.tagger.upos: true)")
-
-
-def parse_untagged(model, sentences: Sequence, batch_size: int = 64) -> list:
-    """Copies of gold ``sentences`` parsed as a user's text would be: the columns the
-    model predicts are removed, then predicted (a model without a tagger parses the
-    copies as they are).  What training reports on dev and test data."""
-    from .decode import decode
-
-    copies = [s.copy() for s in sentences]
-    for sentence in copies:
-        sentence.set_tags({column: [None] * sentence.n for column in model.tag_columns})
-    plan = plan_tags(model, copies, "auto")
-    decoded = decode(model, plan.decoder_input, batch_size, with_tags=plan.predicts)
-    plan.fill(copies, decoded.tags)
-    for sentence, (heads, labels) in zip(copies, decoded.trees):
-        sentence.set_tree(heads, labels)
-    return copies
 
 
 def _read_column(model) -> str | None:

@@ -1,7 +1,7 @@
 """Repairing what a final parser state holds into a valid UD tree.
 
 A transition system's final state may leave words headless (every system
-attaches them to the root, DESIGN.md), several words on the root, or, with a
+attaches them to the root, docs/transition-contract.md), several words on the root, or, with a
 decoding constraint that misbehaves, a cycle.  UD wants exactly one root word
 labeled ``root``; the papers' CoNLL-X data allowed several.  Which of the loose
 words (headless, or attached to the root) becomes the root, and where the
@@ -30,11 +30,12 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from ..config import ROOT_CHOICES
+
 __all__ = ["FALLBACK_LABEL", "ROOT_CHOICES", "ROOT_LABEL", "loose_words", "to_valid_tree"]
 
 ROOT_LABEL = "root"
 FALLBACK_LABEL = "dep"
-ROOT_CHOICES = ("scored", "first", "last", "multi")
 
 #: dependent -> its probed attachments ``(score, head, label)``, best first (head 0: a root arc)
 ArcScores = Mapping[int, Sequence[tuple[float, int, "str | None"]]]

@@ -5,11 +5,12 @@ with the model on the CPU it is forked (as PyTorch's DataLoader forks its
 workers after torch has started, each on one thread): it starts in a fraction
 of a second, where a fresh interpreter (``spawn``) imports torch again, 3 to
 4 s on a busy 2-core machine.  Elsewhere, and for a model on a GPU (CUDA
-cannot be forked), it is spawned.  It builds its parser once, from the
+cannot be forked), it is spawned.  It builds its model once, from the
 parent's model as plain data (weights,
 vocabularies, config: what a checkpoint holds; a model's pretrained encoder
-is loaded once per worker from where the parent's came from), then parses
-the chunks it is sent, one at a time, until told to stop.
+is loaded once per worker from where the parent's came from), then answers
+the chunks it is sent with the function it was handed (``work(model,
+chunk)``), one at a time, until told to stop.
 
 :meth:`ProcessPool.map` feeds the chunks of an iterable to whichever worker
 is free and yields the results in the chunks' order, holding at most
@@ -68,26 +69,23 @@ def model_bytes(model) -> bytes:
     return buffer.getvalue()
 
 
-def _build_parser(data: bytes, device: str, batch_size: int):
+def _build_model(data: bytes, device: str):
     import torch
 
     from ..model import Model
-    from .parser import Parser
 
     torch.set_num_threads(1)
-    model = Model.from_data(torch.load(io.BytesIO(data), weights_only=True))
-    return Parser(model.to(device), batch_size)
+    return Model.from_data(torch.load(io.BytesIO(data), weights_only=True)).to(device)
 
 
-def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, device: str, batch_size: int,
-           work: Callable) -> None:
+def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, device: str, work: Callable) -> None:
     """A worker's life: tied to its parent (process ``parent``; ``inherited``:
     the parent's ends of the pipes, which a forked worker holds copies of),
-    build the parser, then answer ``(index, chunk)`` with ``(index, ("done",
-    work(parser, chunk)))`` or ``(index, failure)`` until ``None``."""
+    build the model, then answer ``(index, chunk)`` with ``(index, ("done",
+    work(model, chunk)))`` or ``(index, failure)`` until ``None``."""
     _tie_to_parent(parent, inherited)
     try:
-        parser = _build_parser(data, device, batch_size)
+        model = _build_model(data, device)
     except Exception as error:  # reported by the parent, which sends no chunk then
         connection.send((-1, _failure(error)))
         return
@@ -101,7 +99,7 @@ def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, d
             return
         index, chunk = task
         try:
-            answer = ("done", work(parser, chunk))
+            answer = ("done", work(model, chunk))
         except Exception as error:
             answer = _failure(error)
         try:
@@ -195,16 +193,16 @@ def _sigint_ignored():
 
 class ProcessPool:
     """``processes`` workers holding the model (:func:`model_bytes`) on ``device``,
-    each answering a chunk with ``work(parser, chunk)`` (a picklable function).
+    each answering a chunk with ``work(model, chunk)`` (a picklable function).
     Use as a context manager; the workers start at once and load the model
     while the first chunks are read."""
 
-    def __init__(self, processes: int, data: bytes, device: str, batch_size: int, work: Callable):
+    def __init__(self, processes: int, data: bytes, device: str, work: Callable):
         context = multiprocessing.get_context(start_method(device))
         self.workers: list[_Worker] = []
         with _sigint_ignored():
             for number in range(1, worker_count(processes) + 1):
-                self.workers.append(_Worker(number, context, (data, device, batch_size, work), self.workers))
+                self.workers.append(_Worker(number, context, (data, device, work), self.workers))
 
     def __enter__(self) -> "ProcessPool":
         return self
@@ -213,7 +211,7 @@ class ProcessPool:
         self.close(clean=exc_info[0] is None)
 
     def map(self, chunks: Iterable) -> Iterator[Any]:
-        """``work(parser, chunk)`` of each chunk, in the chunks' order.  An error
+        """``work(model, chunk)`` of each chunk, in the chunks' order.  An error
         raised by ``chunks`` is raised after the results of the chunks read before it."""
         chunks = iter(chunks)
         idle, done = list(self.workers), {}
@@ -251,7 +249,7 @@ class ProcessPool:
 
     def _receive(self, done: dict) -> list[_Worker]:
         """Wait for at least one answer; returns the workers that became idle.
-        A worker that could not build its parser answers index -1 with its error."""
+        A worker that could not build its model answers index -1 with its error."""
         ready = wait([w.connection for w in self.workers] + [w.process.sentinel for w in self.workers])
         idle = []
         for worker in self.workers:

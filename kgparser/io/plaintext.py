@@ -12,30 +12,9 @@ tokenizer feeding the Python API.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Iterator
 
-from .conllu import ConlluError, Sentence, SentenceList, control_character, opened_text
-from ..errors import KgparserError
-
-INPUT_FORMATS = ("conllu", "text", "raw")  # raw: kgparser.rawtext
-
-
-def is_text_format(input_format: str) -> bool:
-    """Whether ``input_format`` is ``text`` (an unknown format is an error)."""
-    if input_format not in INPUT_FORMATS:
-        raise KgparserError(f"input format: expected one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
-    return input_format == "text"
-
-
-def read_tokenized(source: str | Path | Iterable[str]) -> SentenceList:
-    """The sentences of a pre-tokenized text file (``-``: standard input; ``.gz``
-    decompressed) or of an iterable of lines (e.g. a list of strings)."""
-    if not isinstance(source, (str, Path)):
-        return SentenceList(tokenized_sentences(source, "<text>"))
-    with opened_text(source) as (handle, name):
-        return SentenceList(tokenized_sentences(handle, name))
-
+from .conllu import ConlluError, Sentence, control_character
 
 def tokenized_sentences(lines: Iterable[str], source: str) -> Iterator[Sentence]:
     """One sentence per non-blank line, as the lines are read; a sentence's

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__
+from ..version import __version__
 from ..io.atomic import WriteError, atomic_path, os_error_message
 from ..errors import KgparserError
 

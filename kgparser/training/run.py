@@ -87,7 +87,7 @@ def _scores(model: Model, sentences, batch_size: int = EVAL_BATCH_SIZE) -> dict:
     """UAS and LAS, and the accuracy of each column the model's tagger predicts, with
     those columns removed from the input first (as users' text comes)."""
     from ..evaluation.scores import evaluate
-    from ..inference.tags import parse_untagged
+    from ..inference.parsing import parse_untagged
 
     scores = evaluate(sentences, parse_untagged(model, sentences, batch_size), nonprojective=False)
     return {"uas": scores.uas, "las": scores.las, **{c: scores.tag_accuracy(c) for c in model.tag_columns}}

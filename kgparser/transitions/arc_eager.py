@@ -17,7 +17,7 @@ Where the root goes (option ``root``):
 * ``"first"`` (default; Nivre 2008): the stack starts as ``[0]``, the buffer
   is ``1..n``, and the state is final as soon as the buffer is empty; the words
   left headless on the stack are dependents of the root (the contract of
-  ``DESIGN.md``).  ``shift`` is legal in every non-final state, so ``reduce``
+  ``docs/transition-contract.md``).  ``shift`` is legal in every non-final state, so ``reduce``
   never needs to pop a headless word (the common "unshift"/headless-reduce
   refinement exists for systems that must empty the stack; this one need not).
 * ``"end"`` (Ballesteros & Nivre 2013; Nivre, Goldberg & McDonald 2014,

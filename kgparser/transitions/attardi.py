@@ -18,7 +18,7 @@ after it, from ``([0], [1..n], ∅)``.  The root stays at the bottom of the
 stack and is never a dependent (``left`` and ``left2`` are illegal when they
 would pop it), so arcs from the root are built by ``right``/``right2`` like
 any other arc.  Final states are the paper's ``([0], [], A)``: every word has
-a head, so the rule of DESIGN.md that headless words attach to the root
+a head, so the rule of docs/transition-contract.md that headless words attach to the root
 never applies here.  Every non-final state has a legal action and every
 computation ends in a final state.
 

@@ -5,7 +5,7 @@ A *state* (configuration) holds the arcs built so far; each system subclasses
 actions, their preconditions and effects, the feature positions the model
 reads, and builds a static and a dynamic oracle for a gold tree.
 
-Conventions (the public contract of ``DESIGN.md``):
+Conventions (the public contract of ``docs/transition-contract.md``):
 
 * words are numbered ``1..n``; ``0`` is the artificial root;
 * ``state.heads[d]`` is the head of ``d`` or :data:`NO_HEAD`, and
@@ -189,7 +189,7 @@ class TransitionSystem:
 
     def final_loss(self, heads: Sequence[int], gold_heads: Sequence[int]) -> int:
         """The loss of a final state's ``heads`` that the dynamic oracle's costs
-        are exact for: the Hamming loss, headless words on the root (DESIGN.md);
+        are exact for: the Hamming loss, headless words on the root (docs/transition-contract.md);
         with a ``headless: wrong`` option (:func:`headless_option`), every word
         whose head differs from gold, a headless one included."""
         if getattr(self, "headless", HEADLESS_ROOT) == HEADLESS_WRONG:
@@ -321,7 +321,7 @@ def lost_words_option(system: str, value) -> str:
 def headless_option(system: str, value: str, root_node: bool, error: type[Exception] = KgparserError) -> str:
     """``value`` of a system's ``headless`` option, checked: what the loss its
     dynamic oracle minimizes makes of a word left without a head.  ``"root"``
-    (DESIGN.md): the root's dependent, so the gold root word may stay headless
+    (docs/transition-contract.md): the root's dependent, so the gold root word may stay headless
     at no cost and the oracle never teaches the root arc; ``"wrong"``: an
     error, so the gold arc from the root node is an ordinary arc of the loss
     (issue 18: UD has one root).  ``"wrong"`` needs the root node."""

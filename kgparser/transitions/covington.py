@@ -15,7 +15,7 @@ state is just ``(i, j)`` plus its arcs; ``i < first`` means λ1 is empty.
   ancestor of ``i``).
 
 Final when B is empty (paper, Sect. 2); words left without a head are then
-attached to the root 0 (footnote 1 and DESIGN.md).  The root itself:
+attached to the root 0 (footnote 1 and docs/transition-contract.md).  The root itself:
 
 * ``root_node=False`` (default, the paper's formulation): λ1 starts empty and
   the root is never a focus word, so a word gets the root as head exactly by
@@ -25,7 +25,7 @@ attached to the root 0 (footnote 1 and DESIGN.md).  The root itself:
   left headless are still attached to the root at the end.
 
 Option ``headless`` (with ``root_node``): what the loss the dynamic oracle
-minimizes makes of a word left without a head.  ``"root"`` (default, DESIGN.md
+minimizes makes of a word left without a head.  ``"root"`` (default, docs/transition-contract.md
 and the paper's footnote 1): it is the root's dependent, so the gold root word
 may be left headless at no cost and the oracle never teaches the root arc.
 ``"wrong"``: it counts as an error, so the gold arc from the root is an

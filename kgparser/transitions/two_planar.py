@@ -25,7 +25,7 @@ Root handling, option ``root_node``:
 
 * ``False`` (default): as in the 2018 paper's initial configuration
   ``<[], [], [w1..wn], {}>`` the root is *not* a node of the parser.  Arcs from
-  the root are never built; following ``DESIGN.md``, the words left headless
+  the root are never built; following ``docs/transition-contract.md``, the words left headless
   are the dependents of the root.  A gold root word must therefore stay
   headless.  Root arcs never cross anything, so the system builds exactly the
   trees whose word-to-word arcs are 2-planar (their crossing graph is
