@@ -3,6 +3,8 @@ import pytest
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 
 def test_root_end_gives_every_word_a_head_and_reads_the_root_in_the_buffer():
     system = get_system("arc-eager", root="end")

@@ -12,6 +12,8 @@ from kgparser.transitions.base import NO_HEAD
 from kgparser.transitions.checking import ExactLoss, OracleReport, check_state_costs, successor
 from kgparser.transitions.trees import all_trees, find_cycle, is_projective, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 EAGER = get_system("arc-hybrid-swap")
 LAZY = get_system("arc-hybrid-swap", lazy_swap=True)
 EWT_TRAIN = Path(__file__).resolve().parents[2] / "shared" / "ud" / "UD_English-EWT" / "en_ewt-ud-train.conllu"

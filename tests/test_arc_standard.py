@@ -9,6 +9,8 @@ from kgparser.transitions.arc_standard import ArcStandardDynamicOracle, ArcStand
 from kgparser.transitions.checking import ExactLoss, reachable_states
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("arc-standard")
 
 

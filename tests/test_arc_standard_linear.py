@@ -13,6 +13,8 @@ from kgparser.transitions.base import StackBufferState
 from kgparser.transitions.checking import ExactLoss, OracleReport, check_state_costs, reachable_states
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("arc-standard")
 
 # states memoised per unit (stack word or critical word), summed over the

@@ -14,6 +14,8 @@ from kgparser.transitions.base import resolved_heads
 from kgparser.transitions.checking import check_dynamic_oracle, check_static_oracle
 from kgparser.transitions.trees import all_trees, children, is_projective, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("attardi")
 UD = Path(__file__).resolve().parents[2] / "shared" / "ud"
 EWT_TRAIN = UD / "UD_English-EWT" / "en_ewt-ud-train.conllu"

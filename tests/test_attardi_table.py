@@ -13,6 +13,8 @@ from kgparser.transitions.checking import check_dynamic_oracle
 from kgparser.transitions.trees import children, random_tree
 from test_attardi import derived_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("attardi")
 
 

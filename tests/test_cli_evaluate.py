@@ -10,6 +10,8 @@ import pytest
 
 from kgparser.cli import main
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 DATA = Path(__file__).parent / "data"
 GOLD, PRED = str(DATA / "eval_gold.conllu"), str(DATA / "eval_pred.conllu")
 

@@ -8,6 +8,8 @@ import yaml
 
 from kgparser.config import Config, ConfigError, config_from_saved, load_config
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 #: Python refuses to read integers of over 4300 digits (3.10.7 and later)
 LIMITED_INT_STRINGS = pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"), reason="no digit limit")
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))

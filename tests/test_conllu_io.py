@@ -21,6 +21,8 @@ from kgparser.io.conllu import (
 )
 from kgparser.errors import KgparserError
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 DATA = Path(__file__).parent / "data"
 UD = Path(__file__).resolve().parents[2] / "shared" / "ud"
 

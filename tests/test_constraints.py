@@ -21,6 +21,8 @@ from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 EAGER_END = get_system("arc-eager", root="end")
 
 

@@ -10,6 +10,8 @@ from kgparser.transitions import get_system
 from kgparser.transitions.checking import ExactLoss
 from kgparser.transitions.trees import is_projective, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 DATA = Path(__file__).parent / "data"
 CROSSING = [-1, 2, 0, 1]  # 2 -> 1 -> 3 crosses root -> 2
 

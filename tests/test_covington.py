@@ -18,6 +18,8 @@ from kgparser.transitions.covington import CovingtonOptionError
 from kgparser.transitions.checking import ExactLoss, reachable_states, successor
 from kgparser.transitions.trees import all_trees, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 PAPER = get_system("covington")
 ROOT_NODE = get_system("covington", root_node=True)
 #: the root node, and a loss that counts a headless word as wrong (root arcs taught)

@@ -8,6 +8,8 @@ import pytest
 
 from kgparser.config import Config, ConfigError, config_from_saved, load_config
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 
 def write(tmp_path, text: str):
     path = tmp_path / "exp.yaml"

@@ -28,6 +28,8 @@ from kgparser.evaluation.scores import (
     universal_label,
 )
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 DATA = Path(__file__).parent / "data"
 GOLD, PRED = DATA / "eval_gold.conllu", DATA / "eval_pred.conllu"
 

@@ -10,6 +10,8 @@ from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 from kgparser.evaluation.scores import EvaluationError, evaluate
 from kgparser.evaluation.aligned import evaluate_aligned, same_words
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 
 def conllu(*sentences):
     """CoNLL-U of sentences given as rows ``(id, form, upos, head, deprel)``."""

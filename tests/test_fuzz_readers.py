@@ -23,6 +23,8 @@ from kgparser.constraints import ConstraintError, constrain, constraints_for, re
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True, database=None)
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
 

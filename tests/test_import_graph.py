@@ -7,6 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 PACKAGE = Path(__file__).resolve().parents[1] / "kgparser"
 
 

@@ -15,6 +15,8 @@ from harness import (
 from kgparser.transitions import get_system
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 VARIANTS = [get_system(name, root=root) for name in ("arc-eager", "arc-hybrid") for root in ("first", "end")]
 IDS = [f"{system.name}-root-{system.root}" for system in VARIANTS]
 

@@ -9,6 +9,8 @@ from kgparser.projectivize import (ProjectivizeError, is_projective_tree, projec
                                    projectivize_tree)
 from kgparser.transitions.trees import all_trees, is_projective, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 UD = Path(__file__).resolve().parents[2] / "shared" / "ud"
 
 

@@ -21,6 +21,8 @@ from kgparser.transitions.base import penalize, resolved_heads
 from kgparser.transitions.checking import ExactLoss, lengthening_ties, reachable_states, successor
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree, random_tree
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 COVINGTON = get_system("covington", tie_break="shortest")
 COVINGTON_ROOT = get_system("covington", root_node=True, tie_break="shortest")
 COVINGTON_ROOT_ARCS = get_system("covington", root_node=True, headless="wrong", tie_break="shortest")

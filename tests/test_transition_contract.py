@@ -9,6 +9,8 @@ from kgparser.transitions import get_system, system_names
 from kgparser.transitions.base import NO_HEAD
 from kgparser.transitions.trees import find_cycle
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 CONTRACT_NAMES = ["arc-standard", "arc-eager", "arc-hybrid", "arc-hybrid-swap",
                   "covington", "attardi", "two-planar"]
 

@@ -25,6 +25,8 @@ from kgparser.transitions.two_planar import (
     two_planar_subset,
 )
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("two-planar")
 PLAIN = get_system("two-planar", regularize_switch=False)
 #: the root as node 0 at the bottom of both stacks, its arcs taught (issue 18)

@@ -21,6 +21,8 @@ from kgparser.transitions.checking import reachable_states, successor
 from kgparser.transitions.trees import all_trees, random_tree
 from kgparser.transitions.two_planar import canonical_planes, two_planar_subset
 
+pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
+
 SYSTEM = get_system("two-planar")
 PLAIN = get_system("two-planar", regularize_switch=False)
 UD = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "ud", "UD_English-EWT", "en_ewt-ud-dev.conllu")

@@ -1,0 +1,32 @@
+"""The README's code map lists every package and module of kgparser, one
+line each, and nothing that is not there (issue 47)."""
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def code_map() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(kgparser/[^`]*)` \|", section, re.M)
+
+
+def on_disk() -> set[str]:
+    package = ROOT / "kgparser"
+    modules = {str(path.relative_to(ROOT)) for path in package.rglob("*.py") if path.name != "__init__.py"}
+    packages = {f"{path.parent.relative_to(ROOT)}/" for path in package.rglob("__init__.py")}
+    return modules | packages - {"kgparser/"} | {"kgparser/__init__.py"}
+
+
+def test_every_package_and_module_is_in_the_code_map_once():
+    listed = code_map()
+    assert len(listed) == len(set(listed)), "listed twice: " + ", ".join({p for p in listed if listed.count(p) > 1})
+    missing = sorted(on_disk() - set(listed))
+    assert not missing, "not in the README's code map: " + ", ".join(missing)
+    gone = sorted(set(listed) - on_disk())
+    assert not gone, "in the README's code map but not in kgparser/: " + ", ".join(gone)
