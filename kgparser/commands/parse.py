@@ -8,6 +8,17 @@ import warnings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``kgparser parse``, in the order ``--help`` lists them."""
+    _add_input_arguments(parser)
+    _add_output_arguments(parser)
+    _add_model_arguments(parser)
+    _add_run_arguments(parser)
+    _add_unreadable_arguments(parser)
+    _add_constraint_arguments(parser)
+
+
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is parsed: the input file, its format and language."""
     parser.add_argument("input", help="file to parse: CoNLL-U (HEAD/DEPREL are replaced), or see --input-format; "
                                           "'-' for stdin")
     parser.add_argument("--input-format", choices=("conllu", "text", "raw"), default="conllu",
@@ -17,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", default=None,
                         help="--input-format raw: the language's tokenizer (a spaCy code such as en, hu; default: "
                              "the language the model was trained on)")
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is written: the output's format, its tags and the choice of root."""
     parser.add_argument("--format", choices=("conllu", "html", "svg"), default="conllu",
                         help="output: conllu (default), or pictures of the trees: html (a page, one picture per "
                              "sentence) or svg (one picture)")
@@ -28,10 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which of the words a final parser state leaves loose becomes the root and where "
                              "the others go: scored (by the model), first, last, or multi (all on the root, as the "
                              "papers' CoNLL-X evaluations); default: the model's decoding.root_choice")
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model parsing: its checkpoint and where its encoder is now."""
     parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
     parser.add_argument("--encoder", default=None, metavar="PATH",
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
                              "if it has moved (a folder or hub name; it must be the same encoder)")
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the output goes and how the parse runs: batches, processes, device, threads."""
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=_positive, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--processes", "-p", type=_positive, default=1, metavar="N",
@@ -46,6 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_thread_count, default=1,
                         help="torch threads (default 1: on a machine busy with other jobs, several threads stall each "
                              "other at every LSTM step; 0: torch's choice, one per core)")
+
+
+def _add_unreadable_arguments(parser: argparse.ArgumentParser) -> None:
+    """What becomes of sentences that cannot be read."""
     parser.add_argument("--lenient", action="store_true",
                         help="skip sentences that cannot be read (counted on stderr; they are missing from the "
                              "output unless --keep-skipped). A file that cannot be read to its end, such as a "
@@ -53,6 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-skipped", action="store_true",
                         help="implies --lenient; write each sentence that cannot be read back unchanged in its "
                              "place, so that the output has as many sentences as the input")
+
+
+def _add_constraint_arguments(parser: argparse.ArgumentParser) -> None:
+    """Hard constraints on the trees, and what to do when no tree satisfies them."""
     parser.add_argument("--constraints", default=None, metavar="FILE.jsonl|misc",
                         help="hard span/arc constraints: a JSON-lines file (one object per sentence, "
                              "by sent_id or index) or 'misc' to read Head=/HeadLabel=/Span= from the MISC column")

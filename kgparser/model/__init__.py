@@ -41,16 +41,13 @@ class Model:
         self.ext_dim = ext_dim if self.ext_words else 0
         #: the (action, label) columns the network scores
         self.inventory = ActionInventory(self.system.actions, self.system.arc_actions, vocabs.labels.items)
-        n_positions = len(self.system.feature_names)
-        #: feature rows per state (:mod:`kgparser.model.features`)
-        self.n_slots = n_positions * SLOTS_PER_POSITION
         cfg = config.model
         self.tag_columns = _checked_tag_columns(config, vocabs)
         check_weight_memory(cfg, n_words=len(vocabs.words), n_slots=self.n_slots)
         self.encoder = _encoder(config)
         self.network = Network(cfg, n_words=len(vocabs.words), n_tags=len(vocabs.tags), n_chars=len(vocabs.chars),
                                n_ext=len(self.ext_words) + 2 if self.ext_words else 0, ext_dim=self.ext_dim,
-                               n_positions=n_positions, n_actions=len(self.inventory.actions),
+                               n_positions=len(self.system.feature_names), n_actions=len(self.inventory.actions),
                                n_arc_transitions=self.inventory.n_arc_columns,
                                tag_classes={c: len(vocabs.tag_columns[c]) - TAG_CLASS_OFFSET for c in self.tag_columns},
                                encoder_states=(self.encoder.n_states, self.encoder.dim) if self.encoder else (0, 0),
@@ -62,6 +59,12 @@ class Model:
         #: words in the longest training sentence (set by training; None when unknown),
         #: saved so that the parser can warn about longer input
         self.max_train_length: int | None = None
+
+    @property
+    def n_slots(self) -> int:
+        """Feature rows per state (:mod:`kgparser.model.features`): each position the
+        transition system declares, with its leftmost and rightmost modifier."""
+        return len(self.system.feature_names) * SLOTS_PER_POSITION
 
     @classmethod
     def build(cls, config: Config, train_sentences) -> "Model":

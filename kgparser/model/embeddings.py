@@ -15,7 +15,7 @@ import json
 import struct
 from collections import Counter
 from pathlib import Path
-from typing import Collection
+from typing import Collection, Iterator
 
 import numpy as np
 
@@ -51,48 +51,73 @@ def read_vectors(path: str | Path, wanted: Collection[str] = (), max_extra_words
     wanted = set(wanted) | {normalize_form(w) for w in wanted}
     if path.is_dir():
         return read_spacy_vectors(path, wanted, max_extra_words)
+    return _read_text_vectors(path, wanted, max_extra_words)
+
+
+def _read_text_vectors(path: Path, wanted: set[str], max_extra_words: int) -> tuple[list[str], np.ndarray]:
+    """:func:`read_vectors` for a text file (``wanted`` already holds the normalized forms)."""
     words: list[str] = []
     rows: list[np.ndarray] = []
     seen: set[str] = set()
     extra = 0
-    dim = None
-    try:
-        handle = _open(path)
-    except OSError as exc:
-        raise EmbeddingsError(f"{path}: cannot read pretrained vectors: {exc.strerror or exc}") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            parts = line.rstrip("\n\r").rstrip(" ").split(" ")
-            if number == 1 and _is_header(parts):
-                dim = int(parts[1])
-                continue
-            if len(parts) < 2 or not line.strip():
-                continue
-            if dim is None:
-                dim = len(parts) - 1
-            if len(parts) - 1 < dim:
-                raise EmbeddingsError(f"{path}, line {number}: expected {dim} numbers after the word, "
-                                      f"found {len(parts) - 1}")
-            # a few GloVe files have words containing spaces: the vector is the last dim fields
-            word = " ".join(parts[: len(parts) - dim])
-            if word in seen:
-                continue
-            keep = word in wanted
-            if not keep and extra < max_extra_words:
-                keep = True
-                extra += 1
-            if not keep:
-                continue
-            try:
-                rows.append(np.asarray(parts[len(parts) - dim:], dtype=np.float32))
-            except ValueError:
-                raise EmbeddingsError(f"{path}, line {number}: the vector of {word!r} is not numeric") from None
-            words.append(word)
-            seen.add(word)
-    if dim is None:
+    lines = _TextVectorLines(path)
+    for number, word, fields in lines:
+        if word in seen:
+            continue
+        keep = word in wanted
+        if not keep and extra < max_extra_words:
+            keep = True
+            extra += 1
+        if not keep:
+            continue
+        rows.append(_vector(fields, path, number, word))
+        words.append(word)
+        seen.add(word)
+    if lines.dim is None:
         raise EmbeddingsError(f"{path}: no vectors found")
-    matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    matrix = np.stack(rows) if rows else np.zeros((0, lines.dim), dtype=np.float32)
     return words, matrix
+
+
+class _TextVectorLines:
+    """The vector lines of a text vectors file, as ``(line number, word, vector
+    fields)``, and ``dim``, the length of the vectors: the header's, else the
+    first vector line's (None until one of them is read)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.dim: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, str, list[str]]]:
+        path = self.path
+        try:
+            handle = _open(path)
+        except OSError as exc:
+            raise EmbeddingsError(f"{path}: cannot read pretrained vectors: {exc.strerror or exc}") from None
+        with handle:
+            for number, line in enumerate(handle, 1):
+                parts = line.rstrip("\n\r").rstrip(" ").split(" ")
+                if number == 1 and _is_header(parts):
+                    self.dim = int(parts[1])
+                    continue
+                if len(parts) < 2 or not line.strip():
+                    continue
+                if self.dim is None:
+                    self.dim = len(parts) - 1
+                if len(parts) - 1 < self.dim:
+                    raise EmbeddingsError(f"{path}, line {number}: expected {self.dim} numbers after the word, "
+                                          f"found {len(parts) - 1}")
+                # a few GloVe files have words containing spaces: the vector is the last dim fields
+                split = len(parts) - self.dim
+                yield number, " ".join(parts[:split]), parts[split:]
+
+
+def _vector(fields: list[str], path: Path, number: int, word: str) -> np.ndarray:
+    """The float32 vector of ``word`` (line ``number`` of ``path``) from its fields."""
+    try:
+        return np.asarray(fields, dtype=np.float32)
+    except ValueError:
+        raise EmbeddingsError(f"{path}, line {number}: the vector of {word!r} is not numeric") from None
 
 
 _MURMUR_M = 0xC6A4A7935BD1E995

@@ -47,6 +47,11 @@ from .tagger import TAG_CLASS_OFFSET, TagHeads
 SLOTS_PER_POSITION = 3  # the position itself, its leftmost and its rightmost modifier
 
 
+def _tag_dim(cfg: ModelConfig) -> int:
+    """The size of the tag embedding (0: the model reads no tags)."""
+    return cfg.pos_dim if cfg.tag_input != "none" else 0
+
+
 class Network(nn.Module):
     def __init__(self, cfg: ModelConfig, *, n_words: int, n_tags: int, n_chars: int, n_ext: int,
                  ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int,
@@ -62,13 +67,25 @@ class Network(nn.Module):
         # the width; the action head reads its first half, the label head its second
         self.mlp_hidden = cfg.mlp_hidden * (2 if cfg.separate_label_mlp else 1)
         self.label_half = cfg.mlp_hidden if cfg.separate_label_mlp else 0
-        in_dim = 0
-        self.word_emb = nn.Embedding(n_words, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
-        in_dim += cfg.word_dim
         #: the tagger reads the first layer, whose output the upper layers read with its tags
         self.hierarchical = cfg.tag_input in ("predicted", "soft")
         self.soft_tags, self.pos_column = cfg.tag_input == "soft", cfg.pos
-        tag_dim = cfg.pos_dim if cfg.tag_input != "none" else 0
+        # the layers are made in this order, which fixes the draws of their initial weights
+        in_dim = self._make_embeddings(cfg, n_words, n_tags, n_chars, n_ext, ext_dim, encoder_states)
+        self._make_bilstm(cfg, in_dim)
+        self._make_scorer(cfg, n_actions, n_arc_transitions)
+        # made last, so that a model without a tagger draws its initial weights as before
+        self.taggers = TagHeads(2 * cfg.lstm_hidden, tag_classes, cfg.tagger.hidden) if tag_classes else None
+        self.finetuned_encoder = finetuned
+
+    def _make_embeddings(self, cfg: ModelConfig, n_words: int, n_tags: int, n_chars: int, n_ext: int,
+                         ext_dim: int, encoder_states: tuple[int, int]) -> int:
+        """The tables and the character BiLSTM that make each token's input vector;
+        returns the size of the first BiLSTM layer's input."""
+        in_dim = 0
+        self.word_emb = nn.Embedding(n_words, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
+        in_dim += cfg.word_dim
+        tag_dim = _tag_dim(cfg)
         self.tag_emb = nn.Embedding(n_tags, tag_dim, padding_idx=0) if tag_dim else None
         in_dim += 0 if self.hierarchical else tag_dim
         self.ext_emb = nn.Embedding(n_ext, ext_dim, padding_idx=0) if n_ext else None
@@ -83,16 +100,25 @@ class Network(nn.Module):
             self.char_emb = self.char_lstm = None
         if in_dim == 0:
             raise ValueError("the model has no input: word_dim, pos_dim and char_dim are all 0")
-        # one forward and one backward LSTM per layer, run on padded batches (see _bilstm)
+        return in_dim
+
+    def _make_bilstm(self, cfg: ModelConfig, in_dim: int) -> None:
+        """The sentence BiLSTM: one forward and one backward LSTM per layer, run on
+        padded batches (see :meth:`_bilstm`), and its dropout rates."""
         self.forward_lstms = nn.ModuleList()
         self.backward_lstms = nn.ModuleList()
         for layer in range(cfg.lstm_layers):
-            tags_here = tag_dim if self.hierarchical and layer == 1 else 0  # the predicted tags join layer 2
+            # a hierarchical model's predicted tags join layer 2
+            tags_here = _tag_dim(cfg) if self.hierarchical and layer == 1 else 0
             size = in_dim if layer == 0 else 2 * cfg.lstm_hidden + tags_here
             self.forward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
             self.backward_lstms.append(nn.LSTM(size, cfg.lstm_hidden, batch_first=True))
         self.input_dropout, self.lstm_dropout = cfg.input_dropout, cfg.lstm_dropout
         self.recurrent_dropout = cfg.recurrent_dropout
+
+    def _make_scorer(self, cfg: ModelConfig, n_actions: int, n_arc_transitions: int) -> None:
+        """The vector of empty positions, the hidden layer over a state's slots and
+        the action and label heads on it."""
         dim = 2 * cfg.lstm_hidden
         self.pad = nn.Parameter(torch.randn(dim) * 0.1)
         bound = 1.0 / math.sqrt(dim * self.n_slots)
@@ -100,9 +126,6 @@ class Network(nn.Module):
         self.b1 = nn.Parameter(torch.empty(self.mlp_hidden).uniform_(-bound, bound))
         self.action_out = nn.Linear(cfg.mlp_hidden, n_actions)
         self.label_out = nn.Linear(cfg.mlp_hidden, max(n_arc_transitions, 1))
-        # made last, so that a model without a tagger draws its initial weights as before
-        self.taggers = TagHeads(dim, tag_classes, cfg.tagger.hidden) if tag_classes else None
-        self.finetuned_encoder = finetuned
 
     def embedding_tables(self) -> dict[str, nn.Parameter]:
         """The word and pretrained-vector tables by the input key of their ids: large,

@@ -162,27 +162,11 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
     cfg = config.training
     train_sentences, dev_sentences, test_sentences = _training_data(config, log, with_test=world.main)
     trainer, start_epoch, best_las, best_epoch = _trainer(config, out, start.resume, train_sentences, world, log)
-    model = trainer.model
-    examples = trainer.examples(train_sentences)
-    usable = [e for e in examples if e.buildable or cfg.unbuildable == "dynamic"]
-    if not usable:
-        raise TrainingError(f"data.train: {config.data.train}: no trainable sentence: all {len(examples)} trees "
-                            f"are skipped ({config.system.name} cannot build them); use training.unbuildable: "
-                            f"dynamic, data.projectivize: true or another system")
-    metrics = None
-    if world.main:
-        run_folder.begin(out, start, log)
-        if start.write_config:
-            config.save(out / CONFIG_FILE)
-        metrics = MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if start.resume else None, log=log)
+    examples, usable = _usable_examples(trainer, train_sentences, config)
+    metrics = _begin_folder(config, out, start, start_epoch, log) if world.main else None
     board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard and world.main)
     skipped_share = 1 - len(usable) / len(examples)
-    unbuildable = sum(1 for e in examples if not e.buildable)
-    log(f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
-        f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
-        f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
-        f"{len(model.inventory.labels)} labels, {len(model.inventory.columns)} transitions"
-        + (f"; {world.size} processes, {cfg.batch_size} sentences per batch each" if world.distributed else ""))
+    log(_start_line(config, trainer.model, examples, world))
     try:
         for epoch in range(start_epoch, cfg.epochs):
             try:
@@ -194,23 +178,69 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
             record = _epoch_record(trainer, stats, seconds, skipped_share, epoch + 1)
             best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
                                                       best_las, best_epoch, out, metrics, world)
-            board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
-                           "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
-                           "train/oracle_fallbacks": record["oracle_fallbacks"],
-                           "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
-                           "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las"),
-                           **{f"dev/{c}": record.get(f"dev_{c}") for c in TAG_COLUMNS}}, epoch + 1)
+            _board_epoch(board, record, epoch + 1)
             log(_epoch_line(record))
-        test = _test_scores(config, out, test_sentences) if test_sentences else None
-        if test:
-            metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
-                           **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
-            log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
+        test = _final_test(config, out, test_sentences, metrics, best_epoch, log)
         board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
                                                   "hparam/test_las": test["las"] if test else None})
     finally:
         board.close()
     return RunSummary(out, cfg.epochs, best_epoch, best_las, test)
+
+
+def _usable_examples(trainer: Trainer, train_sentences, config: Config) -> tuple[list, list]:
+    """The training examples, and those the run trains on: all but the trees the
+    system cannot build, unless ``training.unbuildable`` is ``dynamic``."""
+    examples = trainer.examples(train_sentences)
+    usable = [e for e in examples if e.buildable or config.training.unbuildable == "dynamic"]
+    if not usable:
+        raise TrainingError(f"data.train: {config.data.train}: no trainable sentence: all {len(examples)} trees "
+                            f"are skipped ({config.system.name} cannot build them); use training.unbuildable: "
+                            f"dynamic, data.projectivize: true or another system")
+    return examples, usable
+
+
+def _begin_folder(config: Config, out: Path, start: Start, start_epoch: int, log) -> MetricsFile:
+    """Make the run's folder ready to write (:func:`run_folder.begin`), save the
+    config where the start calls for it; returns the metrics file, whose lines
+    after ``start_epoch`` a resumed run drops."""
+    run_folder.begin(out, start, log)
+    if start.write_config:
+        config.save(out / CONFIG_FILE)
+    return MetricsFile(out / METRICS_FILE, keep_up_to_epoch=start_epoch if start.resume else None, log=log)
+
+
+def _start_line(config: Config, model: Model, examples: list, world: World) -> str:
+    """The line announcing the run: system, oracle, data, labels, transitions and processes."""
+    cfg = config.training
+    unbuildable = sum(1 for e in examples if not e.buildable)
+    return (f"training {config.system.name} ({cfg.oracle} oracle) on {len(examples)} sentences, "
+            f"{sum(e.sentence.n for e in examples)} words; {unbuildable} trees the system "
+            f"cannot build are {'skipped' if cfg.unbuildable == 'skip' else 'trained with the dynamic oracle'}; "
+            f"{len(model.inventory.labels)} labels, {len(model.inventory.columns)} transitions"
+            + (f"; {world.size} processes, {cfg.batch_size} sentences per batch each" if world.distributed else ""))
+
+
+def _board_epoch(board: TensorBoard, record: dict, epoch: int) -> None:
+    """The epoch's training figures and dev scores on TensorBoard."""
+    board.scalars({"train/loss": record["loss"], "train/wrong_followed": record["wrong_followed"],
+                   "train/skipped": record["skipped"], "train/oracle_seconds": record["oracle_seconds"],
+                   "train/oracle_fallbacks": record["oracle_fallbacks"],
+                   "train/tokens_per_second": record["tokens_per_second"], "train/lr": record["lr"],
+                   "dev/uas": record.get("dev_uas"), "dev/las": record.get("dev_las"),
+                   **{f"dev/{c}": record.get(f"dev_{c}") for c in TAG_COLUMNS}}, epoch)
+
+
+def _final_test(config: Config, out: Path, test_sentences, metrics: MetricsFile | None, best_epoch: int,
+                log) -> dict | None:
+    """The test scores of the best checkpoint, written to the metrics file and logged
+    (None without test data)."""
+    test = _test_scores(config, out, test_sentences) if test_sentences else None
+    if test:
+        metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
+                       **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
+        log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
+    return test
 
 
 def _trainer(config: Config, out: Path, resume: bool, train_sentences, world: World,

@@ -431,56 +431,64 @@ def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], d
     """PROCESSCELL of Algorithm 1 for one ``h1`` in a cell with stack words:
     concatenate each item ``[h1, h2 h3]`` of ``pairs`` with each
     ``[h3, h4 h5]`` of ``right`` (stack ``h2 h4 h5``) and apply each reduce
-    transition into ``out``; the arc ``h -> d`` adds 1 to the excess unless
-    it is gold or ``d`` is doomed (see :class:`FutureLoss`).  The root
-    (position 0) is never a dependent, ``$`` never a head.  Returns the
-    number of item pairs tried.
-
-    The reductions are written out in full rather than through a helper:
-    this is the innermost loop of the oracle, where a Python call per item
-    pair would be a large part of the work.
+    transition into ``out`` (:func:`_reduce_after`).  Returns the number of
+    item pairs tried.
     """
     work = 0
     right_items, right_shared = right
     for (h2, h3), v1 in pairs.items():
         continuations = right_items.get(h3, right_shared)
-        if not continuations:
-            continue
-        work += len(continuations)
-        room = bound - v1
-        # la2 pops h2 (neither $ nor the root): its cost depends on h5 only
-        pops_h2 = h2 > 0
-        gold_h2 = gold_pos[h2] if pops_h2 else -2
-        free_h2 = pops_h2 and doomed[h2]
-        for (h4, h5), v2 in continuations.items():
-            if v2 > room:
-                continue
-            base = v1 + v2
-            if h4 == BASE:
-                h4 = h3
-            # la: h5 -> h4, pop h4
-            if h4 != 0:
-                value = base if gold_pos[h4] == h5 or doomed[h4] else base + 1
-                if value <= bound:
-                    old = out.get((h2, h5))
-                    if old is None or value < old:
-                        out[(h2, h5)] = value
-            # ra (h4 -> h5) and ra2 (h2 -> h5) both pop h5 and leave [h1, h2 h4]: the
-            # cheaper counts; ra2 needs h2 != $, and $ is no gold head (gold_h5 != BOTTOM)
-            gold_h5 = gold_pos[h5]
-            value = base if gold_h5 == h4 or gold_h5 == h2 or doomed[h5] else base + 1
-            if value <= bound:
-                old = out.get((h2, h4))
-                if old is None or value < old:
-                    out[(h2, h4)] = value
-            # la2: h5 -> h2, pop h2
-            if pops_h2:
-                value = base if gold_h2 == h5 or free_h2 else base + 1
-                if value <= bound:
-                    old = out.get((h4, h5))
-                    if old is None or value < old:
-                        out[(h4, h5)] = value
+        if continuations:
+            work += len(continuations)
+            _reduce_after(h2, h3, v1, continuations, out, gold_pos, doomed, bound)
     return work
+
+
+def _reduce_after(h2: int, h3: int, v1: int, continuations: dict, out: dict, gold_pos: list[int],
+                  doomed: list[bool], bound: int) -> None:
+    """The reductions of :func:`_extend` after one item ``[h1, h2 h3]`` of excess
+    ``v1`` and each of its ``continuations`` ``[h3, h4 h5]``, into ``out``: the
+    arc ``h -> d`` adds 1 to the excess unless it is gold or ``d`` is doomed
+    (see :class:`FutureLoss`).  The root (position 0) is never a dependent,
+    ``$`` never a head.
+
+    The reductions are written out in full, one call per item rather than per
+    item pair: this is the innermost loop of the oracle, where a Python call
+    per item pair would be a large part of the work.
+    """
+    room = bound - v1
+    # la2 pops h2 (neither $ nor the root): its cost depends on h5 only
+    pops_h2 = h2 > 0
+    gold_h2 = gold_pos[h2] if pops_h2 else -2
+    free_h2 = pops_h2 and doomed[h2]
+    for (h4, h5), v2 in continuations.items():
+        if v2 > room:
+            continue
+        base = v1 + v2
+        if h4 == BASE:
+            h4 = h3
+        # la: h5 -> h4, pop h4
+        if h4 != 0:
+            value = base if gold_pos[h4] == h5 or doomed[h4] else base + 1
+            if value <= bound:
+                old = out.get((h2, h5))
+                if old is None or value < old:
+                    out[(h2, h5)] = value
+        # ra (h4 -> h5) and ra2 (h2 -> h5) both pop h5 and leave [h1, h2 h4]: the
+        # cheaper counts; ra2 needs h2 != $, and $ is no gold head (gold_h5 != BOTTOM)
+        gold_h5 = gold_pos[h5]
+        value = base if gold_h5 == h4 or gold_h5 == h2 or doomed[h5] else base + 1
+        if value <= bound:
+            old = out.get((h2, h4))
+            if old is None or value < old:
+                out[(h2, h4)] = value
+        # la2: h5 -> h2, pop h2
+        if pops_h2:
+            value = base if gold_h2 == h5 or free_h2 else base + 1
+            if value <= bound:
+                old = out.get((h4, h5))
+                if old is None or value < old:
+                    out[(h4, h5)] = value
 
 
 def _extend_buffer(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int],
