@@ -129,6 +129,7 @@ def test_shares_put_batches_of_similar_cost_in_one_round():
 
 SPARSE_ROWS = r"""
 import sys, torch, torch.distributed as dist
+from types import SimpleNamespace
 from kgparser.training.distributed import GradientAverager, start, world_from_environment
 world = world_from_environment()
 start(world, "cpu")
@@ -145,7 +146,7 @@ if sys.argv[1] == "unannounced":
         dist.destroy_process_group()
         sys.exit(0)
 # the batch's ids: rows 1 and 4 (rank 0), 4 and 5 (rank 1), and row 2 without a gradient
-averager.batch_started({"words": torch.tensor([[1, 4, 2], [4, 1, 0]] if world.rank == 0 else [[5, 4, 2]])})
+averager.batch_started(SimpleNamespace(words=torch.tensor([[1, 4, 2], [4, 1, 0]] if world.rank == 0 else [[5, 4, 2]])))
 averager()
 sys.stdout.write(f"{table.grad.tolist()} {dense.grad.tolist()}\n")
 sys.stdout.flush()

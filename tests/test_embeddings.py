@@ -69,7 +69,7 @@ def test_model_uses_pretrained_vectors(tmp_path):
     weight = model.network.ext_emb.weight
     assert not weight.requires_grad and torch.allclose(weight[3], torch.tensor([1.0, -1.0, 0.5]))
     inputs = model.inputs([s for s in sentences])
-    assert inputs["ext"].shape == inputs["words"].shape
+    assert inputs.ext.shape == inputs.words.shape
     restored = type(model).from_data(model.to_data())
     assert restored.ext_words == model.ext_words
     assert torch.equal(restored.network.ext_emb.weight, weight)

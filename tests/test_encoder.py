@@ -236,10 +236,10 @@ def test_a_models_inputs_carry_the_padded_states(bert):
     model = Model(config, Vocabularies.from_sentences(sentences))
     inputs = model.inputs(sentences)
     width = max(s.n for s in sentences) + 1
-    assert inputs["encoder"].shape == (4, width, 3, 16)
+    assert inputs.encoder.shape == (4, width, 3, 16)
     states = model.encoder.word_states([sentences[1].forms])[0]
-    assert torch.equal(inputs["encoder"][1, :sentences[1].n + 1], states)
-    assert not inputs["encoder"][1, sentences[1].n + 1:].any(), "padding is zero"
+    assert torch.equal(inputs.encoder[1, :sentences[1].n + 1], states)
+    assert not inputs.encoder[1, sentences[1].n + 1:].any(), "padding is zero"
     vectors = model.network.encode(inputs)
     assert vectors.shape[0] == sum(s.n + 1 for s in sentences) + 1
 
@@ -453,7 +453,7 @@ def test_a_finetuned_encoders_states_are_computed_anew_with_gradients(finetuned)
     model = Model.load(finetuned / "run" / "best.pt")
     sentences = read_conllu(str(finetuned / "dev.conllu"))[:2]
     model.network.train()
-    states = model.inputs(sentences)["encoder"]
+    states = model.inputs(sentences).encoder
     assert states.requires_grad and states.dtype == torch.float32 and not model.inputs.states.items
     states.sum().backward()
     layer = model.network.finetuned_encoder.encoder.layer[0].attention.self.query.weight

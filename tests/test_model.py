@@ -132,10 +132,10 @@ def test_encode_rows_follow_sentence_offsets():
     model = Model.build(tiny_config(), sentences)
     inputs = model.inputs(sentences)
     vectors = model.network.encode(inputs)
-    assert inputs["offsets"][0] == 0
-    assert inputs["pad_row"] == sum(s.n + 1 for s in sentences) == len(vectors) - 1
+    assert inputs.offsets[0] == 0
+    assert inputs.pad_row == sum(s.n + 1 for s in sentences) == len(vectors) - 1
     alone = model.network.encode(model.inputs(sentences[1:2]))
-    start = inputs["offsets"][1]
+    start = inputs.offsets[1]
     assert torch.allclose(vectors[start:start + sentences[1].n + 1], alone[:-1], atol=1e-5)
 
 
@@ -147,8 +147,8 @@ def test_word_dropout_replaces_rare_words_more_often():
     dropped = np.zeros(len(model.vocabs.words))
     seen = np.zeros(len(model.vocabs.words))
     for _ in range(200):
-        clean = model.inputs(sentences)["words"].numpy()
-        noisy = model.inputs(sentences, rng=rng)["words"].numpy()
+        clean = model.inputs(sentences).words.numpy()
+        noisy = model.inputs(sentences, rng=rng).words.numpy()
         np.add.at(seen, clean, 1)
         np.add.at(dropped, clean, noisy != clean)
     counts = np.array(model.vocabs.words.counts)
@@ -161,8 +161,8 @@ def test_word_dropout_replaces_rare_words_more_often():
 def test_tag_dropout():
     sentences = tiny_sentences(30, seed=5)
     model = Model.build(config_from_dict({"model": {**TINY_MODEL, "pos_dropout": 0.5}}), sentences)
-    clean = model.inputs(sentences)["tags"].numpy()
-    noisy = model.inputs(sentences, rng=np.random.default_rng(0))["tags"].numpy()
+    clean = model.inputs(sentences).tags.numpy()
+    noisy = model.inputs(sentences, rng=np.random.default_rng(0)).tags.numpy()
     real = clean > 2
     assert 0.4 < (noisy[real] == 1).mean() < 0.6
     assert (noisy[~real] == clean[~real]).all()
@@ -212,7 +212,7 @@ def test_normalized_words_share_an_embedding_and_keep_their_characters():
     assert model.vocabs.words.counts[model.vocabs.words.get("the")] == 2
     assert "T" in model.vocabs.chars and "R" in model.vocabs.chars
     unseen = list(parse_conllu(text.replace("Room12", "ROOM47"), "case.conllu"))
-    words = model.inputs(unseen)["words"][0].tolist()
+    words = model.inputs(unseen).words[0].tolist()
     assert words[1] == words[2] == model.vocabs.words.get("the")
     assert words[3] == model.vocabs.words.get("room00")
     plain = Model.build(config_from_dict({"model": TINY_MODEL}), sentences)
@@ -245,7 +245,7 @@ def test_a_char_table_gives_each_form_the_vector_its_batch_computes():
         for batch in (sentences[:2], sentences[2:]):
             alone = model.inputs(batch)
             shared = model.inputs(batch, char_table=table)
-            assert "chars" not in shared and shared["char_vectors"] is table.vectors
+            assert shared.chars is None and shared.char_vectors is table.vectors
             assert torch.allclose(model.network.encode(alone), model.network.encode(shared), atol=1e-6)
     assert set(table.rows) == {form for s in sentences for form in s.forms} | {"\0root"}
     assert not table.vectors[-1].any() and len(table.vectors) == len(table.rows) + 1
@@ -282,7 +282,7 @@ def test_a_rounded_width_changes_no_token_vector_or_tag_score():
     with torch.no_grad():
         exact = model.inputs(sentences)
         padded = model.inputs(sentences, round_width=True)
-        assert padded["words"].shape[1] == rounded_width(exact["words"].shape[1]) > exact["words"].shape[1]
+        assert padded.words.shape[1] == rounded_width(exact.words.shape[1]) > exact.words.shape[1]
         vectors, scores = model.network.encode_all(exact)
         padded_vectors, padded_scores = model.network.encode_all(padded)
     assert torch.allclose(vectors, padded_vectors, atol=1e-6, rtol=0)

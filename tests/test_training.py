@@ -9,7 +9,7 @@ import yaml
 from kgparser.config import config_from_dict
 from kgparser.inference.parser import Parser
 from kgparser.training import TrainingError, train
-from kgparser.training.monitor import Progress
+from kgparser.io.progress import Progress, bar_line, clock
 from test_model import TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
@@ -141,13 +141,16 @@ def test_projectivize_option_makes_every_tree_buildable(tmp_path):
 def test_progress_bar_shows_counts_and_eta():
     import io
 
-    stream = io.StringIO()
-    progress = Progress(10, "epoch 1/2", stream=stream, interval=0.0)
-    progress.update(5, "loss 0.1")
+    stream, done = io.StringIO(), [0]
+    progress = Progress(lambda seconds: bar_line("epoch 1/2", done[0], 10, seconds, "loss 0.1"), stream=stream,
+                        interval=0.0, keep=True)
+    done[0] = 5
+    progress.update()
     progress.close()
     text = stream.getvalue()
-    assert "epoch 1/2" in text and "5/10" in text and "10/10" not in text.split("\r")[1]
-    assert "loss 0.1" in text and "<" in text
+    assert "epoch 1/2" in text and "5/10" in text and "10/10" not in text
+    assert "loss 0.1" in text and "<" in text and text.endswith("\n")
+    assert bar_line("e", 5, 10, 3725.0).endswith(" 50% 1:02:05<1:02:05") and clock(59.6) == "1:00"
 
 
 def test_exploration_policy():

@@ -44,7 +44,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from ..errors import KgparserError
 from ..io.conllu import Sentence
-from ..io.progress import Progress
+from ..io.progress import Progress, parse_line
 from ..io.reader import Input
 from .decoding_constraints import ConstraintReport
 from .tags import TagReport
@@ -193,7 +193,7 @@ def _streamed(model, source: Input, parse: ParseFunction, *, processes: int, chu
         for result in _results(model, chunked(source.items(), chunk_size), processes, parse, as_text):
             summary.add(result)
             shown.show(result.warnings)
-            progress.update(summary.sentences, summary.words)
+            progress.update()
             yield result
     finally:
         progress.close()
@@ -205,7 +205,8 @@ def parse_file(model, parse: ParseFunction, source: Input, target, *, processes:
     open text file) chunk by chunk (see the module docstring); ``progress``:
     show the progress line on standard error."""
     summary = ParseSummary(skipped=source.skipped)
-    shown = Progress(progress, source.done_share)
+    shown = Progress(lambda seconds: parse_line(summary.sentences, summary.words, seconds, source.done_share()),
+                     progress)
     with _output(target) as handle:
         for result in _streamed(model, source, parse, processes=processes, chunk_size=chunk_size, as_text=True,
                                 summary=summary, progress=shown):
@@ -231,5 +232,5 @@ def pipe(model, parse: ParseFunction, source: Input, summary: ParseSummary, *, p
     """The parsed sentences of ``source``, yielded as they are parsed,
     ``chunk_size`` at a time, counted into ``summary``."""
     for result in _streamed(model, source, parse, processes=processes, chunk_size=chunk_size, as_text=False,
-                            summary=summary, progress=Progress(False)):
+                            summary=summary, progress=Progress(str, enabled=False)):
         yield from result.output

@@ -196,14 +196,12 @@ class _BatchDecoder:
     def run(self) -> list:
         if not self.stepper.live() and not self.with_tags:
             return self.states
-        network = self.model.network
-        inputs = self.model.inputs(self.sentences, char_table=self.char_table, round_width=True)
-        self.offsets, self.pad = inputs["offsets"], inputs["pad_row"]
-        vectors, tag_scores = network.encode_all(inputs, with_tags=self.with_tags)
+        batch = self.model.inputs(self.sentences, char_table=self.char_table, round_width=True)
+        encoded = self.model.encode(batch, with_tags=self.with_tags)
+        self.offsets, self.pad, self.projected = batch.offsets, batch.pad_row, encoded.projected
         if self.with_tags:
-            self.tags = best_tags(self.model, tag_scores, self.sentences)
-        self.projected = network.project(vectors)
-        return self.stepper.run(self, self.projected, self.offsets, self.pad)
+            self.tags = best_tags(self.model, encoded.tag_scores, self.sentences)
+        return self.stepper.run(self, encoded)
 
     # -- the stepper's chooser ----------------------------------------------------------
 

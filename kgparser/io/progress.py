@@ -1,6 +1,9 @@
-"""The progress line of ``kgparser parse``: sentences and words parsed,
-words per second and, when the input's size is known, the share read and an
-estimate of the time left, rewritten in place on a terminal."""
+"""The one progress line on a terminal, rewritten in place at most every
+:data:`REFRESH_SECONDS`: what it says comes from the caller (a function of
+the seconds since it started), so parsing (:func:`parse_line`: sentences,
+words, words per second, the share read and the time left) and a training
+epoch (:func:`bar_line`: a bar, counts, time and estimate, loss) share its
+clock, its timing and its one time format (:func:`clock`)."""
 from __future__ import annotations
 
 import sys
@@ -9,55 +12,66 @@ from typing import IO, Callable
 
 #: seconds between two refreshes of the line: often enough to watch, rarely enough to cost nothing
 REFRESH_SECONDS = 0.25
+#: back to the start of the line, and clear it
+_REWRITE = "\r\x1b[K"
 
 
 class Progress:
-    """``update(sentences, words)`` after each chunk; ``close()`` clears the line.
+    """``update()`` after each piece of work, ``close()`` at the end, which
+    clears the line, or with ``keep`` writes it a last time and ends it.
+    ``line(seconds)``: the text to show.  Nothing is shown unless ``enabled``."""
 
-    ``done_share``: a function giving the share of the input read so far
-    (0..1), or None where the size is unknown (standard input, a pipe).
-    Nothing is shown unless ``enabled``."""
-
-    def __init__(self, enabled: bool, done_share: Callable[[], float | None] = lambda: None,
-                 stream: IO[str] | None = None):
-        self.enabled, self.done_share = enabled, done_share
+    def __init__(self, line: Callable[[float], str], enabled: bool = True, *, keep: bool = False,
+                 stream: IO[str] | None = None, interval: float = REFRESH_SECONDS):
+        self.line, self.enabled, self.keep = line, enabled, keep
         self.stream = stream or sys.stderr
+        self.interval = interval
         self.started = time.perf_counter()
         self.shown_at: float | None = None
-        self.shown = False
 
-    def update(self, sentences: int, words: int) -> None:
-        """Rewrite the line, at most every :data:`REFRESH_SECONDS`."""
-        if not self.enabled:
-            return
+    def update(self) -> None:
+        """Rewrite the line, at most every ``interval`` seconds."""
         now = time.perf_counter()
-        if self.shown_at is not None and now - self.shown_at < REFRESH_SECONDS:
+        if not self.enabled or (self.shown_at is not None and now - self.shown_at < self.interval):
             return
         self.shown_at = now
-        self.stream.write("\r\x1b[K" + progress_line(sentences, words, now - self.started, self.done_share()))
-        self.stream.flush()
-        self.shown = True
+        self._write(_REWRITE + self.line(now - self.started))
 
     def close(self) -> None:
-        """Clear the line, so that the summary that follows starts a clean one."""
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
+        """End the line: keep it (``keep``) or clear it, so that what follows starts a clean one."""
+        if self.enabled and self.keep:
+            self._write(_REWRITE + self.line(time.perf_counter() - self.started) + "\n")
+        elif self.shown_at is not None:
+            self._write(_REWRITE)
+        self.shown_at = None
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
 
 
-def progress_line(sentences: int, words: int, seconds: float, share: float | None) -> str:
+def parse_line(sentences: int, words: int, seconds: float, share: float | None) -> str:
     """``parsing: 1,200 sentences, 15,000 words, 21,000 words/s, 37%, 0:42 left``."""
     rate = words / seconds if seconds > 0 else 0.0
     line = f"parsing: {sentences:,} sentences, {words:,} words, {rate:,.0f} words/s"
     if share is not None and share > 0:
         left = seconds * (1 - share) / share
-        line += f", {min(share, 1.0):.0%}, {_clock(left)} left"
+        line += f", {min(share, 1.0):.0%}, {clock(left)} left"
     return line
 
 
-def _clock(seconds: float) -> str:
+def bar_line(description: str, done: int, total: int, seconds: float, postfix: str = "", width: int = 24) -> str:
+    """``epoch 1/4 [######..........] 5000/20000  25% 0:12<0:36 loss 0.41``."""
+    fraction = done / total if total else 1.0
+    filled = int(round(width * min(fraction, 1.0)))
+    left = seconds / done * (total - done) if done else 0.0
+    bar = "#" * filled + "." * (width - filled)
+    text = f"{description} [{bar}] {done}/{total} {100 * fraction:3.0f}% {clock(seconds)}<{clock(left)}"
+    return f"{text} {postfix}" if postfix else text
+
+
+def clock(seconds: float) -> str:
     """``H:MM:SS`` or ``M:SS``."""
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(int(round(max(seconds, 0))), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -21,10 +21,11 @@ from ..transitions import get_system
 from .vocab import Vocabularies
 from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_checkpoint
 from .encoder import Encoder, EncoderError, EncoderNotFound
-from .inputs import CharTable, Inputs
+from .inputs import Batch, CharTable, Inputs
 from .inventory import ActionInventory
 from .memory import check_weight_memory
 from .network import SLOTS_PER_POSITION, Network
+from .stepper import Encoded
 from .tagger import TAG_CLASS_OFFSET
 
 __all__ = ["CharTable", "Model", "Network", "SLOTS_PER_POSITION"]
@@ -83,6 +84,13 @@ class Model:
         if words:
             model.network.set_pretrained(torch.from_numpy(vectors), pre.freeze)
         return model
+
+    def encode(self, batch: Batch, with_tags: bool = True) -> Encoded:
+        """The batch as the stepper reads it: every token's BiLSTM vector
+        projected by the MLP's first layer and, ``with_tags``, the joint
+        tagger's scores; what the trainer and the decoder both run."""
+        vectors, tag_scores = self.network.encode_all(batch, with_tags=with_tags)
+        return Encoded(batch, self.network.project(vectors), tag_scores)
 
     def to(self, device: str | torch.device) -> "Model":
         self.device = torch.device(device)

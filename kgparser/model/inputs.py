@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -57,6 +58,35 @@ class StateCache:
         return found
 
 
+@dataclass
+class Batch:
+    """The tensors of a batch of sentences (:meth:`Inputs.__call__`): one padded
+    row per sentence, ROOT at position 0; sentence ``i``'s token ``w`` is row
+    ``offsets[i] + w`` of the network's encoded vectors, ``pad_row`` the
+    padding vector's row."""
+
+    #: word, tag ids ``[batch, width]``; whether each tag is read (else predicted)
+    words: torch.Tensor
+    tags: torch.Tensor
+    tag_given: torch.Tensor
+    #: per row, the positions the backward LSTM reads, each sentence reversed in place
+    reverse: torch.Tensor
+    #: the rows of the real tokens in the flattened ``[batch * width]`` layer output
+    token_rows: torch.Tensor
+    offsets: list[int]
+    pad_row: int
+    #: pretrained-word ids ``[batch, width]``, where the model has pretrained vectors
+    ext: torch.Tensor | None = None
+    #: the encoder's states ``[batch, width, S, H]``, where the model has an encoder
+    encoder: torch.Tensor | None = None
+    #: each token's row in the character vectors: those of ``char_vectors`` (a
+    #: table computed ahead) or of the forms ``chars`` with ``char_lengths``
+    char_index: torch.Tensor | None = None
+    char_vectors: torch.Tensor | None = None
+    chars: torch.Tensor | None = None
+    char_lengths: torch.Tensor | None = None
+
+
 class Inputs:
     """The tensors of a batch (:meth:`__call__`) for a model's vocabularies,
     pretrained words, network (character vectors) and encoder."""
@@ -74,7 +104,7 @@ class Inputs:
         self.states.limit = None
 
     def __call__(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
-                 char_table: CharTable | None = None, round_width: bool = False) -> dict:
+                 char_table: CharTable | None = None, round_width: bool = False) -> Batch:
         """Index tensors for a batch; ROOT at position 0.  Sentence ``i``'s token ``w`` is
         row ``offsets[i] + w`` of :meth:`Network.encode`; ``pad_row`` the padding vector.
         With ``rng``, word dropout
@@ -103,18 +133,13 @@ class Inputs:
         for i, size in enumerate(sizes):
             reverse[i, :size] = reverse[i, size - 1::-1]
         device = self.device
-        out = {"words": torch.from_numpy(words).to(device), "tags": torch.from_numpy(tags).to(device),
-               "tag_given": torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
-               "reverse": torch.from_numpy(reverse).to(device),
-               "token_rows": torch.from_numpy(token_rows).to(device),
-               "offsets": offsets[:-1].tolist(), "pad_row": int(offsets[-1])}
-        if ext is not None:
-            out["ext"] = torch.from_numpy(ext).to(device)
-        if self.encoder is not None:
-            out["encoder"] = self._encoder_states(sentences, width)
-        if cfg.char_dim:
-            out.update(self._char_inputs(sentences, width, char_table))
-        return out
+        return Batch(words=torch.from_numpy(words).to(device), tags=torch.from_numpy(tags).to(device),
+                     tag_given=torch.from_numpy(tags >= ROOT_ID if given_tags else tags == ROOT_ID).to(device),
+                     reverse=torch.from_numpy(reverse).to(device), token_rows=torch.from_numpy(token_rows).to(device),
+                     offsets=offsets[:-1].tolist(), pad_row=int(offsets[-1]),
+                     ext=None if ext is None else torch.from_numpy(ext).to(device),
+                     encoder=None if self.encoder is None else self._encoder_states(sentences, width),
+                     **(self._char_inputs(sentences, width, char_table) if cfg.char_dim else {}))
 
     def _index_arrays(self, sentences: Sequence, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Word, tag and (with external vectors) external-word ids, one padded row per

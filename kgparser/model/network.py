@@ -41,6 +41,7 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..config import ModelConfig
+from .inputs import Batch
 from .mix import EncoderMix
 from .tagger import TAG_CLASS_OFFSET, TagHeads
 
@@ -150,43 +151,43 @@ class Network(nn.Module):
         _, (h_n, _) = self._run_lstm(self.char_lstm, x)
         return torch.cat([h_n[0], h_n[1]], dim=1)
 
-    def encode(self, inputs: dict) -> torch.Tensor:
+    def encode(self, inputs: Batch) -> torch.Tensor:
         """BiLSTM vectors ``[tokens + 1, dim]`` of every token (ROOT included) of every
         sentence, concatenated; the last row is the padding vector."""
         return self.encode_all(inputs, with_tags=False)[0]
 
-    def encode_all(self, inputs: dict, with_tags: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def encode_all(self, inputs: Batch, with_tags: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """:meth:`encode`'s vectors and, ``with_tags``, the tagger's scores of every token
         row (:meth:`tag_scores`; an empty dict without a tagger)."""
         lower = self._lower_layers(inputs)
         upper = self._upper_layers(lower, inputs) if self.hierarchical else lower
-        rows = inputs["token_rows"]
+        rows = inputs.token_rows
         vectors = torch.cat([_token_rows(upper, rows), self.pad.unsqueeze(0)])
         scores = self.tag_scores(inputs, lower) if with_tags and self.taggers is not None else {}
         return vectors, scores
 
-    def tag_scores(self, inputs: dict, lower: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def tag_scores(self, inputs: Batch, lower: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Scores ``[tokens, classes]`` of each predicted column for every token row (ROOT
         included, as :meth:`encode`'s rows); of a hierarchical model only the first
         BiLSTM layer runs.  ``lower``: that layer's output when already computed."""
         if lower is None:
             lower = self._lower_layers(inputs)
-        return self.taggers(_token_rows(lower, inputs["token_rows"]))
+        return self.taggers(_token_rows(lower, inputs.token_rows))
 
-    def _lower_layers(self, inputs: dict) -> torch.Tensor:
+    def _lower_layers(self, inputs: Batch) -> torch.Tensor:
         """The padded output of the BiLSTM layers the tagger reads: the first of a
         hierarchical model, else all."""
         stop = 1 if self.hierarchical else len(self.forward_lstms)
-        return self._bilstm(self._input_vectors(inputs), inputs["reverse"], 0, stop)
+        return self._bilstm(self._input_vectors(inputs), inputs.reverse, 0, stop)
 
-    def _upper_layers(self, lower: torch.Tensor, inputs: dict) -> torch.Tensor:
+    def _upper_layers(self, lower: torch.Tensor, inputs: Batch) -> torch.Tensor:
         """The layers above the first of a hierarchical model, reading the first
         layer's output with the vectors of the tags the tagger predicts for it."""
         scores = self.taggers.heads[self.pos_column](lower)
         tags = self._tag_vectors(scores, inputs)
-        return self._bilstm(torch.cat([lower, tags], dim=2), inputs["reverse"], 1, len(self.forward_lstms))
+        return self._bilstm(torch.cat([lower, tags], dim=2), inputs.reverse, 1, len(self.forward_lstms))
 
-    def _tag_vectors(self, scores: torch.Tensor, inputs: dict) -> torch.Tensor:
+    def _tag_vectors(self, scores: torch.Tensor, inputs: Batch) -> torch.Tensor:
         """Tag embeddings of a padded batch: of the given tags where ``tag_given``
         (ROOT, and the input's own tags at parse time), elsewhere of the best
         predicted tag (``soft``: the embeddings weighted by the predicted
@@ -196,31 +197,31 @@ class Network(nn.Module):
             predicted = torch.softmax(scores, dim=2) @ table
         else:
             predicted = nn.functional.embedding(scores.argmax(2), table)
-        return torch.where(inputs["tag_given"].unsqueeze(2), self.tag_emb(inputs["tags"]), predicted)
+        return torch.where(inputs.tag_given.unsqueeze(2), self.tag_emb(inputs.tags), predicted)
 
-    def _input_vectors(self, inputs: dict) -> torch.Tensor:
+    def _input_vectors(self, inputs: Batch) -> torch.Tensor:
         """What the first BiLSTM layer reads for each padded position: word, tag (not in
         a hierarchical model), pretrained, encoder and character vectors, concatenated."""
         parts = []
         if self.word_emb is not None:
-            parts.append(self.word_emb(inputs["words"]))
+            parts.append(self.word_emb(inputs.words))
         if self.tag_emb is not None and not self.hierarchical:
-            parts.append(self.tag_emb(inputs["tags"]))
+            parts.append(self.tag_emb(inputs.tags))
         if self.ext_emb is not None:
-            parts.append(self.ext_emb(inputs["ext"]))
+            parts.append(self.ext_emb(inputs.ext))
         if self.encoder_mix is not None:
-            parts.append(self.encoder_mix(inputs["encoder"]))
+            parts.append(self.encoder_mix(inputs.encoder))
         if self.char_lstm is not None:
-            parts.append(self._batch_char_vectors(inputs)[inputs["char_index"]])
+            parts.append(self._batch_char_vectors(inputs)[inputs.char_index])
         return torch.cat(parts, dim=2) if len(parts) > 1 else parts[0]
 
-    def _batch_char_vectors(self, inputs: dict) -> torch.Tensor:
+    def _batch_char_vectors(self, inputs: Batch) -> torch.Tensor:
         """The character vectors a batch's ``char_index`` points into, ending with a zero
         row: given ahead (``char_vectors``), or computed for the batch's own forms."""
-        table = inputs.get("char_vectors")
+        table = inputs.char_vectors
         if table is not None:
             return table
-        vectors = self.char_vectors(inputs["chars"], inputs["char_lengths"])
+        vectors = self.char_vectors(inputs.chars, inputs.char_lengths)
         return torch.cat([vectors, vectors.new_zeros(1, vectors.shape[1])])
 
     def _bilstm(self, x: torch.Tensor, reverse: torch.Tensor, start: int, stop: int) -> torch.Tensor:

@@ -25,8 +25,21 @@ from typing import Callable, Protocol, Sequence
 import torch
 
 from .features import flat_rows, state_rows
+from .inputs import Batch
 
-__all__ = ["Chooser", "Step", "Stepper"]
+__all__ = ["Chooser", "Encoded", "Step", "Stepper"]
+
+
+@dataclass
+class Encoded:
+    """A batch as the stepper reads it (:meth:`Model.encode <kgparser.model.Model.encode>`):
+    the batch itself, the first-layer projections of every token's BiLSTM
+    vector (:meth:`~kgparser.model.network.Network.project`), and the joint
+    tagger's scores of every token (empty without a tagger, or when not asked for)."""
+
+    batch: Batch
+    projected: torch.Tensor
+    tag_scores: dict[str, torch.Tensor]
 
 
 @dataclass
@@ -82,11 +95,11 @@ class Stepper:
         is_final = self.system.is_final
         return [i for i, state in enumerate(self.states) if not is_final(state)]
 
-    def run(self, chooser: Chooser, projected: torch.Tensor, offsets: list[int], pad: int) -> list:
-        """Advance every state to its end; returns the final states.  ``projected``:
-        the batch's first-layer projections (:meth:`~kgparser.model.network.Network.project`),
-        ``offsets`` each sentence's first row in it, ``pad`` the padding row."""
+    def run(self, chooser: Chooser, encoded: Encoded) -> list:
+        """Advance every state to its end, scoring with the projections of
+        ``encoded`` (without gradients); returns the final states."""
         is_final, states = self.system.is_final, self.states
+        projected, offsets, pad = encoded.projected.detach(), encoded.batch.offsets, encoded.batch.pad_row
         live = self.live()
         while live:
             self._step(Step(live), chooser, projected, offsets, pad)

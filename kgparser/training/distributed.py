@@ -49,6 +49,7 @@ from typing import Callable, Iterator, Mapping, NoReturn
 import torch
 
 from ..errors import KgparserError
+from ..model.inputs import Batch
 
 DEFAULT_TIMEOUT = 1800
 #: exit codes of a process whose collective failed: a peer closed the connection
@@ -284,14 +285,14 @@ class GradientAverager:
         #: this batch's rows per table and the pending exchange of the counts
         self._announced: tuple[list[torch.Tensor], torch.Tensor, object] | None = None
 
-    def batch_started(self, inputs: Mapping[str, torch.Tensor]) -> None:
+    def batch_started(self, batch: Batch) -> None:
         """Note the rows this batch can touch (its ids in each table) and start
         telling the other processes how many there are."""
         import torch.distributed as dist
 
         if not self.row_sparse:
             return
-        rows = [torch.unique(inputs[key].reshape(-1)) for key in self.row_keys]
+        rows = [torch.unique(getattr(batch, key).reshape(-1)) for key in self.row_keys]
         counts = self._counts(rows)
         self._announced = rows, counts, _collective(dist.all_reduce, counts, async_op=True)
 

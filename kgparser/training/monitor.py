@@ -1,62 +1,13 @@
-"""Watching a training run: a progress bar on stderr, TensorBoard event files
-and a JSON-lines metrics file (one record per epoch)."""
+"""Watching a training run: TensorBoard event files and a JSON-lines metrics
+file (one record per epoch); the progress bar on stderr is the one progress
+line (:mod:`kgparser.io.progress`)."""
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
-from typing import TextIO
 
 from ..io.atomic import write_text
 from ..errors import KgparserError
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
-
-
-class Progress:
-    """A one-line progress bar with rate and ETA, redrawn at most every ``interval`` seconds."""
-
-    def __init__(self, total: int, description: str = "", *, enabled: bool = True,
-                 stream: TextIO | None = None, interval: float = 0.25, width: int = 24):
-        self.total, self.description = max(total, 0), description
-        self.enabled = enabled
-        self.stream = stream or sys.stderr
-        self.interval, self.width = interval, width
-        self.done = 0
-        self.start = self.last_draw = time.perf_counter()
-        self.postfix = ""
-
-    def update(self, count: int = 1, postfix: str | None = None) -> None:
-        self.done += count
-        if postfix is not None:
-            self.postfix = postfix
-        now = time.perf_counter()
-        if self.enabled and (now - self.last_draw >= self.interval or self.done >= self.total):
-            self.last_draw = now
-            self.stream.write("\r" + self.line(now))
-            self.stream.flush()
-
-    def line(self, now: float | None = None) -> str:
-        now = time.perf_counter() if now is None else now
-        elapsed = now - self.start
-        fraction = self.done / self.total if self.total else 1.0
-        filled = int(round(self.width * min(fraction, 1.0)))
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        bar = "#" * filled + "." * (self.width - filled)
-        text = (f"{self.description} [{bar}] {self.done}/{self.total} {100 * fraction:3.0f}% "
-                f"{_clock(elapsed)}<{_clock(eta)}")
-        return f"{text} {self.postfix}" if self.postfix else text
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r" + self.line() + "\n")
-            self.stream.flush()
 
 
 class MetricsFile:

@@ -30,7 +30,8 @@ from ..model.checkpoint import load_checkpoint
 from . import distributed
 from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
 from .distributed import World, world_from_environment
-from .monitor import MetricsFile, Progress, TensorBoard, flatten
+from ..io.progress import Progress, bar_line
+from .monitor import MetricsFile, TensorBoard, flatten
 from .trainer import Diverged, EpochStats, Trainer
 
 #: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
@@ -388,15 +389,15 @@ def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config,
     torch.manual_seed(seed)
     explore = cfg.oracle != "static" and epoch >= cfg.explore_after_epochs
     total = EpochStats()
-    progress = Progress(sum(examples[i].sentence.n for batch in batches for i in batch),
-                        f"epoch {epoch + 1}/{cfg.epochs}", enabled=cfg.progress and world.main and sys.stderr.isatty())
+    tokens = sum(examples[i].sentence.n for batch in batches for i in batch)
+    progress = Progress(lambda seconds: bar_line(f"epoch {epoch + 1}/{cfg.epochs}", total.tokens, tokens, seconds,
+                                                 f"loss {total.loss / max(total.scored, 1):.4f} "
+                                                 f"{total.tokens / max(seconds, 1e-9):.0f} tok/s"),
+                        cfg.progress and world.main and sys.stderr.isatty(), keep=True)
     started, cpu_started = time.perf_counter(), time.process_time()
     for batch in batches:
-        stats = trainer.train_batch([examples[i] for i in batch], explore, rng, np_rng)
-        total.add(stats)
-        elapsed = time.perf_counter() - started
-        progress.update(stats.tokens, f"loss {total.loss / max(total.scored, 1):.4f} "
-                                      f"{total.tokens / max(elapsed, 1e-9):.0f} tok/s")
+        total.add(trainer.train_batch([examples[i] for i in batch], explore, rng, np_rng))
+        progress.update()
     progress.close()
     total.cpu_seconds = time.process_time() - cpu_started
     seconds = time.perf_counter() - started

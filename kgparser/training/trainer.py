@@ -163,19 +163,18 @@ class Trainer:
         model, network = self.model, self.model.network
         stats = EpochStats(sentences=len(examples), tokens=sum(e.sentence.n for e in examples))
         network.train()
-        inputs = model.inputs([e.sentence for e in examples], rng=np_rng, given_tags=False)
+        batch = model.inputs([e.sentence for e in examples], rng=np_rng, given_tags=False)
         if self.synchronize is not None:
-            self.synchronize.batch_started(inputs)
-        vectors, tag_scores = network.encode_all(inputs)
-        projected = network.project(vectors)
+            self.synchronize.batch_started(batch)
+        encoded = model.encode(batch)
         oracles = [self._oracle(e) for e in examples]
         stepper = Stepper(model, [e.sentence for e in examples])
         teacher = _Teacher(self, stepper, examples, oracles, explore, rng, stats)
-        stepper.run(teacher, projected.detach(), inputs["offsets"], inputs["pad_row"])
+        stepper.run(teacher, encoded)
         stats.transitions += stepper.transitions
         stats.oracle_fallbacks = sum(getattr(oracle.dynamic, "fallbacks", 0) for oracle in oracles if oracle.dynamic)
-        loss = self._batch_loss(projected, teacher.hinges, stats)
-        self._update(self._with_tagging_loss(loss, tag_scores, examples, stats))
+        loss = self._batch_loss(encoded.projected, teacher.hinges, stats)
+        self._update(self._with_tagging_loss(loss, encoded.tag_scores, examples, stats))
         return stats
 
     def _oracle(self, example: Example) -> "_SentenceOracle":
