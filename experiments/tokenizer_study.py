@@ -1,0 +1,125 @@
+"""The learned tokenizer (kgparser.tokenize) beside spaCy's rules on a UD
+treebank's test text: train on the training file (development file for early
+stopping), rebuild the test file's running text (kgparser.rawtext.text_of),
+segment it as `kgparser parse --input-format raw` reads raw text (paragraphs
+at blank lines, windows of rawtext.WINDOW characters), and score Tokens,
+Sentences and Words F1 with the aligned scorer (the CoNLL 2018 shared task's
+method, kgparser.evaluation.aligned); also characters/s of the tokenizer on
+one thread.
+
+    nice -n 10 .venv/bin/python experiments/tokenizer_study.py \
+        ../shared/ud/UD_English-EWT en [--set epochs=12] [--save model.pt]
+
+One torch thread throughout.  Prints one Markdown table row and the training log.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+
+import torch
+
+from kgparser.evaluation.aligned import evaluate_aligned
+from kgparser.io.conllu import read_conllu
+from kgparser.rawtext import _LAST_SPACE, _NON_SPACE, WINDOW, RawReader, paragraph_spans, raw_sentences, text_of
+from kgparser.tokenize.model import Tokenizer, TokenizerConfig
+from kgparser.tokenize.train import train_tokenizer
+
+
+class LearnedReader(RawReader):
+    """:class:`~kgparser.rawtext.RawReader` with the learned tokenizer in
+    place of spaCy's rules (the same paragraphs and windows)."""
+
+    def __init__(self, tokenizer: Tokenizer, source: str = "<text>"):
+        self.tokenizer = tokenizer
+        self.source = source
+        self.pending, self.line, self.taken, self.in_paragraph = "", 1, 0, False
+
+    def _paragraphs(self, view, spans, end):
+        sentences, first_of_paragraph = [], []
+        starts = [start for start, _ in spans]
+        for paragraph in self.tokenizer.segment([view[a:b] for a, b in spans], starts):
+            first_of_paragraph.append(len(sentences))
+            sentences += paragraph
+        if self.in_paragraph:
+            first_of_paragraph.pop(0)
+        self.in_paragraph = False
+        return self._give(sentences, end, first_of_paragraph)
+
+    def _window(self, view, start):
+        space = _LAST_SPACE.search(view, start, start + WINDOW)
+        cut = space.start() if space else start + WINDOW
+        [sentences] = self.tokenizer.segment([view[start:cut]], [start])
+        end = sentences.pop()[0].start if len(sentences) > 1 else _NON_SPACE.search(view, cut).start()
+        first_of_paragraph = [] if self.in_paragraph else [0]
+        self.in_paragraph = True
+        return self._give(sentences, end, first_of_paragraph)
+
+
+def learned_sentences(tokenizer: Tokenizer, text: str):
+    reader = LearnedReader(tokenizer)
+    return reader.feed(text) + reader.close()
+
+
+def scores(gold, pred) -> dict[str, float]:
+    result = evaluate_aligned(gold, pred).scores
+    return {name: 100 * result[name].f1 for name in ("tokens", "sentences", "words")}
+
+
+def configured(settings: list[str]) -> TokenizerConfig:
+    """The default config with ``FIELD=VALUE`` settings (of the field's type)."""
+    config = TokenizerConfig()
+    for setting in settings:
+        field, _, value = setting.partition("=")
+        setattr(config, field, type(getattr(config, field))(value))
+    return config
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("treebank", help="a UD treebank folder")
+    parser.add_argument("lang", help="spaCy's language code for the rules")
+    parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                        help="TokenizerConfig fields other than the defaults (epochs=12 layers=2 ...)")
+    parser.add_argument("--save", help="write the tokenizer's to_data() here")
+    parser.add_argument("--load", help="a tokenizer's to_data() saved by --save: measure it, no training")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    train, dev, test = (read_conllu(glob.glob(os.path.join(args.treebank, f"*-ud-{split}.conllu"))[0])
+                        for split in ("train", "dev", "test"))
+    began = time.perf_counter()
+    if args.load:
+        tokenizer = Tokenizer.from_data(torch.load(args.load, weights_only=True))
+    else:
+        tokenizer = train_tokenizer(train, dev, configured(args.set))
+    training = time.perf_counter() - began
+    if args.save:
+        torch.save(tokenizer.to_data(), args.save)
+    text = text_of(test)
+    learned_sentences(tokenizer, text[:1000])  # the character tables built before the tokenizer is timed
+    began = time.perf_counter()
+    learned = learned_sentences(tokenizer, text)
+    seconds = time.perf_counter() - began
+    pieces = [text[i:min(i + WINDOW, b)] for a, b in paragraph_spans(text) for i in range(a, b, WINDOW)]
+    began = time.perf_counter()
+    tokenizer.segment(pieces)
+    segment_seconds = time.perf_counter() - began
+    raw_sentences(text[:1000], args.lang)  # spaCy's pipeline loaded before it is timed
+    began = time.perf_counter()
+    by_rules = raw_sentences(text, args.lang)
+    rules_seconds = time.perf_counter() - began
+    rules, ours = scores(test, by_rules), scores(test, learned)
+    assert text_of(learned) == text
+    name = os.path.basename(os.path.normpath(args.treebank)).removeprefix("UD_")
+    print("| treebank | tokenizer | Tokens | Sentences | Words | training | characters/s: whole reader "
+          "| segmenter alone |")
+    print(f"| {name} | rules | {rules['tokens']:.2f} | {rules['sentences']:.2f} | {rules['words']:.2f} | | "
+          f"{len(text) / rules_seconds:,.0f} | |")
+    print(f"| {name} | learned | {ours['tokens']:.2f} | {ours['sentences']:.2f} | {ours['words']:.2f} | "
+          f"{training / 60:.1f} min | {len(text) / seconds:,.0f} | {len(text) / segment_seconds:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
