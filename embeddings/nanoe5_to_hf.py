@@ -339,8 +339,7 @@ def unknown_char_pattern(pieces: list[str], special_ids: dict[str, int]) -> str:
 
 def build_tokenizer(e5: E5File):
     """A ``tokenizers.Tokenizer`` that splits text as the engine's ``tok_content``."""
-    from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,
-                            processors)
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     ids = e5.special_ids
     tokenizer = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(e5.pieces, e5.scores)],

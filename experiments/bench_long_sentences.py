@@ -31,8 +31,8 @@ def untrained_parser(system: str, seed: int, batch_size: int):
     import torch
 
     from kgparser.config import config_from_dict
-    from kgparser.io.conllu import parse_conllu
     from kgparser.inference.parser import Parser
+    from kgparser.io.conllu import parse_conllu
     from kgparser.model import Model
 
     torch.manual_seed(seed)
@@ -76,7 +76,7 @@ def main(argv=None) -> None:
         for length in args.lengths:
             rng = random.Random(args.seed)
             sentences = [sentence(length, rng) for _ in range(args.count)]
-            seconds, cpu = best_times(lambda: parse.parse(sentences), args.repeat)
+            seconds, cpu = best_times(lambda parse=parse, sentences=sentences: parse.parse(sentences), args.repeat)
             words = length * args.count
             print(f"{system:16} {args.count} x {length:4} words: {seconds:7.2f} s, {cpu:7.2f} CPU s "
                   f"({words / seconds:6.0f} words/s)", flush=True)

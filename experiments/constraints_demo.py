@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kgparser.io.conllu import read_conllu  # noqa: E402
 from kgparser.inference.decoding_constraints import ConstraintWarning  # noqa: E402
 from kgparser.inference.parser import Parser  # noqa: E402
+from kgparser.io.conllu import read_conllu  # noqa: E402
 from kgparser.transitions.trees import children  # noqa: E402
 
 FLAT_RELATIONS = ("flat", "fixed", "compound")

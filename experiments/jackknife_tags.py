@@ -64,7 +64,8 @@ def split(train: str, k: int, work: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for fold in range(k):
         write(out / f"fold{fold}.train.conllu", [s for i, s in enumerate(sentences) if i % k != fold])
-        write(out / f"fold{fold}.heldout.conllu", [with_tags(s, None) for i, s in enumerate(sentences) if i % k == fold])
+        heldout = [with_tags(s, None) for i, s in enumerate(sentences) if i % k == fold]
+        write(out / f"fold{fold}.heldout.conllu", heldout)
 
 
 def merge(gold: list[str], pred: str, out: str) -> None:

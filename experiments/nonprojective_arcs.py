@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import glob
 
-from kgparser.io.conllu import read_conllu
 from kgparser.evaluation.scores import predicted_nonprojective_arcs
+from kgparser.io.conllu import read_conllu
 from kgparser.transitions.trees import nonprojective_arcs
 
 

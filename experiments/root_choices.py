@@ -21,11 +21,11 @@ import argparse
 
 import torch
 
-from kgparser.io.conllu import read_conllu
 from kgparser.evaluation.scores import evaluate
 from kgparser.inference.parser import Parser
-from kgparser.transitions.trees import nonprojective_arcs
 from kgparser.inference.tree_repair import ROOT_CHOICES
+from kgparser.io.conllu import read_conllu
+from kgparser.transitions.trees import nonprojective_arcs
 
 
 def nonprojective_counts(gold: list, parsed: list, loose: list[set[int]]) -> tuple[int, int, int]:

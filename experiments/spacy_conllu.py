@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kgparser.io.atomic import atomic_open  # noqa: E402
 from kgparser.errors import KgparserError  # noqa: E402
+from kgparser.io.atomic import atomic_open  # noqa: E402
 
 UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS, MISC = 3, 4, 5, 6, 7, 8, 9
 

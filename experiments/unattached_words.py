@@ -26,9 +26,9 @@ import argparse
 
 import torch
 
-from kgparser.io.conllu import read_conllu
 from kgparser.evaluation.scores import evaluate
 from kgparser.inference.parser import Parser
+from kgparser.io.conllu import read_conllu
 
 
 def top_of(heads: list[int], word: int) -> int:

@@ -17,9 +17,9 @@ import sys
 from typing import Iterator
 
 from . import commands
-from .version import __version__
-from .io.atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
 from .errors import KgparserError, Terminated
+from .io.atomic import STANDARD_OUTPUT, WriteError, os_error_message, stream_errors
+from .version import __version__
 
 
 def _command_modules() -> list[str]:

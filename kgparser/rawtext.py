@@ -41,8 +41,8 @@ from typing import IO, Iterable, Iterator, Sequence
 
 from conllu.parser import parse_dict_value
 
-from .io.conllu import Sentence, SentenceList
 from .errors import KgparserError
+from .io.conllu import Sentence, SentenceList
 
 INSTALL_HINT = "raw text needs spaCy: pip install 'kgparser[spacy]' (or pip install spacy)"
 #: what spaCy's tokenizers for some languages need installed beside spaCy

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fake_grid_runs import GRID, fake_call, write_base, write_gold, write_grid
+
 from kgparser.experiments import runners
 
 

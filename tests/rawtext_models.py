@@ -1,9 +1,10 @@
 """A tiny untrained model that tags (UD UPOS, XPOS, FEATS) and parses, with
 ``data.lang: en``, for the raw-text, spaCy-component and picture tests."""
-from kgparser.io.conllu import parse_conllu
-from kgparser.model import Model
 from test_model import tiny_config, tiny_conllu
 from test_parse_safety import save
+
+from kgparser.io.conllu import parse_conllu
+from kgparser.model import Model
 
 #: the tiny treebank's tags A, B, C as UD UPOS (spaCy accepts only those as token.pos_)
 UD_TAGS = {"\tA\t_\t_\t": "\tNOUN\tNN\tNumber=Sing\t", "\tB\t_\t_\t": "\tVERB\tVB\t_\t",

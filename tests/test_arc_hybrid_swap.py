@@ -4,8 +4,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from harness import assert_static_oracle_builds, assert_zero_cost_paths_reach_gold, coverage
+
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD

@@ -1,8 +1,8 @@
 import random
 
 import pytest
-
 from harness import assert_exact_dynamic_oracle, assert_static_oracle_builds, coverage
+
 from kgparser.projectivize import projectivize_tree
 from kgparser.transitions import get_system
 from kgparser.transitions.arc_standard import ArcStandardDynamicOracle, ArcStandardOptionError

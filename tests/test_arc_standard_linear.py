@@ -46,8 +46,8 @@ def ladder(k):
     for w in range(k + 1, 2 * k):
         gold[w] = w + 1
     gold[2 * k] = 0
-    for l in range(1, k + 1):
-        gold[l] = 2 * k + 1 - l
+    for length in range(1, k + 1):
+        gold[length] = 2 * k + 1 - length
     return gold, list(range(k + 1)), k + 1
 
 

@@ -4,8 +4,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from harness import assert_exact_dynamic_oracle, assert_static_oracle_builds, coverage
+
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions._attardi_table import BufferReduction, FutureLoss

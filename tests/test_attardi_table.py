@@ -4,14 +4,14 @@ the greedy bounds of the future loss, and exactness of the tables alone."""
 import random
 
 import pytest
+from harness import assert_exact_dynamic_oracle
+from test_attardi import derived_tree
 
 import kgparser.transitions._attardi_table as table
-from harness import assert_exact_dynamic_oracle
 from kgparser.transitions import get_system
 from kgparser.transitions._attardi_table import Budget, BufferReduction, FutureLoss
 from kgparser.transitions.checking import check_dynamic_oracle
 from kgparser.transitions.trees import children, random_tree
-from test_attardi import derived_tree
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
 

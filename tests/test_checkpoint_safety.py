@@ -9,13 +9,13 @@ import sys
 
 import pytest
 import torch
+from test_model import TINY_MODEL, tiny_conllu
 
 from kgparser.cli import main
 from kgparser.config import config_from_dict
 from kgparser.inference.parser import Parser
 from kgparser.model.checkpoint import CheckpointError
 from kgparser.training import train
-from test_model import TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 

@@ -3,9 +3,9 @@ import json
 
 import pytest
 import torch
+from test_model import TINY_MODEL, tiny_conllu
 
 from kgparser.cli import main
-from test_model import TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 

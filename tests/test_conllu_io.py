@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kgparser.errors import KgparserError
 from kgparser.io.conllu import (
     ConlluError,
     TokenError,
@@ -19,7 +20,6 @@ from kgparser.io.conllu import (
     sentences_from_tokens,
     write_conllu,
 )
-from kgparser.errors import KgparserError
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier
 EAGER_END = get_system("arc-eager", root="end")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def projective(n):
     return [t for t in all_trees(n) if is_projective(t)]
 

@@ -4,7 +4,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from harness import (
     assert_exact_dynamic_oracle,
     assert_static_oracle_builds,
@@ -12,10 +11,11 @@ from harness import (
     coverage,
     late_states,
 )
+
 from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD, ROOT
-from kgparser.transitions.covington import CovingtonOptionError
 from kgparser.transitions.checking import ExactLoss, reachable_states, successor
+from kgparser.transitions.covington import CovingtonOptionError
 from kgparser.transitions.trees import all_trees, random_tree
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)

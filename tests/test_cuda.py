@@ -4,10 +4,10 @@ torch sees no CUDA device (CI); run on a GPU machine with
 ``python -m pytest tests/test_cuda.py``."""
 import pytest
 import torch
+from test_training import tiny_run
 
 from kgparser.inference.parser import Parser
 from kgparser.training import train
-from test_training import tiny_run
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

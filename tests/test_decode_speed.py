@@ -6,12 +6,12 @@ import random
 
 import pytest
 import torch
-
-from kgparser.inference.decoding_constraints import DecodingConstraint
-from kgparser.inference.decode import decode
-from kgparser.transitions import get_system
 from test_model import tiny_config, tiny_sentences
 from test_parse_safety import tiny_model
+
+from kgparser.inference.decode import decode
+from kgparser.inference.decoding_constraints import DecodingConstraint
+from kgparser.transitions import get_system
 
 torch.set_num_threads(1)
 

@@ -7,11 +7,11 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
+from test_cli_train_parse import write_config
 
 from kgparser.cli import main
 from kgparser.inference.parser import Parser
 from kgparser.training.distributed import World, share
-from test_cli_train_parse import write_config
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")

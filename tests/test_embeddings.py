@@ -8,11 +8,11 @@ import struct
 import numpy as np
 import pytest
 import torch
+from test_model import TINY_MODEL, tiny_sentences
 
 from kgparser.config import config_from_dict
-from kgparser.model.embeddings import EmbeddingsError, lookup_id, read_vectors, spacy_hash
 from kgparser.model import Model
-from test_model import TINY_MODEL, tiny_sentences
+from kgparser.model.embeddings import EmbeddingsError, lookup_id, read_vectors, spacy_hash
 
 torch.set_num_threads(1)
 

@@ -15,18 +15,19 @@ import yaml
 
 transformers = pytest.importorskip("transformers")
 
+from test_cli_train_parse import write_config  # noqa: E402
+from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # noqa: E402
+
 from kgparser.cli import main  # noqa: E402
 from kgparser.config import ConfigError, EncoderConfig, config_from_dict  # noqa: E402
+from kgparser.inference.parser import Parser  # noqa: E402
 from kgparser.io.conllu import parse_conllu, read_conllu  # noqa: E402
 from kgparser.model import Model  # noqa: E402
 from kgparser.model.checkpoint import CheckpointError  # noqa: E402
 from kgparser.model.encoder import Encoder, EncoderError, EncoderNotFound, fingerprint  # noqa: E402
 from kgparser.model.inputs import StateCache  # noqa: E402
-from kgparser.inference.parser import Parser  # noqa: E402
-from kgparser.training.trainer import Trainer  # noqa: E402
 from kgparser.model.vocab import Vocabularies  # noqa: E402
-from test_cli_train_parse import write_config  # noqa: E402
-from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # noqa: E402
+from kgparser.training.trainer import Trainer  # noqa: E402
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
 ROOT = Path(__file__).resolve().parents[1]

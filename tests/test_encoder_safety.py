@@ -14,12 +14,13 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
+from test_encoder import bert, trained, write_run  # noqa: E402,F401 (fixtures)
+from test_model import IGNORE_TINY_MODEL_WARNINGS  # noqa: E402
+
 from kgparser.cli import main  # noqa: E402
 from kgparser.config import EncoderConfig  # noqa: E402
 from kgparser.inference.parser import Parser  # noqa: E402
 from kgparser.model.encoder import Encoder, EncoderError  # noqa: E402
-from test_encoder import bert, trained, write_run  # noqa: E402,F401 (fixtures)
-from test_model import IGNORE_TINY_MODEL_WARNINGS  # noqa: E402
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 from kgparser.evaluation.scores import (
     EvaluationError,
     NonProjective,
@@ -27,6 +26,7 @@ from kgparser.evaluation.scores import (
     evaluate_files,
     universal_label,
 )
+from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
 
@@ -121,7 +121,8 @@ def test_counts_by_sentence():
     "." is not scored (its head right in e2)."""
     scores = evaluate_files(GOLD, PRED)
     assert scores.by_sentence == {"words": [4, 4], "correct_heads": [3, 3], "correct_labeled": [2, 2],
-                                  "upos_words": [4, 4], "correct_upos": [4, 4], "nonprojective_gold": [0, 0], "nonprojective_found": [0, 0],
+                                  "upos_words": [4, 4], "correct_upos": [4, 4], "nonprojective_gold": [0, 0],
+                                  "nonprojective_found": [0, 0],
                                   "nonprojective_predicted": [1, 0], "nonprojective_right": [0, 0]}
     no_punct = evaluate(read_conllu(GOLD), read_conllu(PRED, require_tree=False), punct=False, nonprojective=False)
     assert no_punct.by_sentence == {"words": [3, 3], "correct_heads": [3, 2], "correct_labeled": [2, 1],

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from kgparser.cli import main
-from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
-from kgparser.evaluation.scores import EvaluationError, evaluate
 from kgparser.evaluation.aligned import evaluate_aligned, same_words
+from kgparser.evaluation.scores import EvaluationError, evaluate
+from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
 

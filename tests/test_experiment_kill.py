@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kgparser.experiments import load_grid, runners
 from kgparser.io.conllu import read_conllu, write_conllu
-from kgparser.experiments import load_grid
-from kgparser.experiments import runners
 from kgparser.io.locking import TRAIN_LOCK
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),

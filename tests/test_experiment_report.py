@@ -11,15 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from fake_grid_runs import GRID, write_base, write_gold, write_grid
+
 from kgparser.cli import main
-from kgparser.io.conllu import read_conllu, write_conllu
 from kgparser.evaluation.scores import PRF, NonProjective, evaluate, evaluate_files
-from kgparser.experiments import collect, load_grid, run_grid, write_report
-from kgparser.experiments import runners
+from kgparser.experiments import collect, load_grid, run_grid, runners, write_report
 from kgparser.experiments.collect import compare_predictions
 from kgparser.experiments.grid import GridError, validate_runs
+from kgparser.io.conllu import read_conllu, write_conllu
 from kgparser.transitions.trees import nonprojective_arcs
 
 ROOT = Path(__file__).resolve().parents[1]

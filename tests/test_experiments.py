@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fake_grid_runs import fake_call, run_settings, write_base, write_gold, write_grid
-from kgparser.errors import KgparserError
-from kgparser.experiments import load_grid, run_grid
-from kgparser.experiments import runners
-from kgparser.experiments.grid import GridError, run_config, system_options
 
+from kgparser.errors import KgparserError
+from kgparser.experiments import load_grid, run_grid, runners
+from kgparser.experiments.grid import GridError, run_config, system_options
 
 # --- grid expansion ---------------------------------------------------------
 

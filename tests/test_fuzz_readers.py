@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgparser.config import ConfigError, load_config
-from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu
 from kgparser.constraints import ConstraintError, constrain, constraints_for, read_constraints_jsonl
 from kgparser.errors import KgparserError
+from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu
 from kgparser.transitions import get_system
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)

@@ -8,8 +8,8 @@ import torch
 
 torch.set_num_threads(1)
 from kgparser.config import config_from_dict
-from kgparser.io.conllu import parse_conllu
 from kgparser.inference.decode import decode
+from kgparser.io.conllu import parse_conllu
 from kgparser.model import Model
 from kgparser.model.inputs import rounded_width
 from kgparser.training.trainer import Trainer
@@ -320,5 +320,5 @@ def test_every_system_trains_with_aggressive_exploration_on_any_tree(name):
     for _ in range(2):
         stats = trainer.train_batch(examples, True, random.Random(0), np.random.default_rng(0))
         assert stats.scored > 0 and stats.wrong_followed <= stats.transitions
-    for heads, labels in decode(model, sentences).trees:
+    for heads, _labels in decode(model, sentences).trees:
         assert sum(1 for h in heads[1:] if h == 0) == 1

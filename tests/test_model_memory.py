@@ -2,12 +2,11 @@
 and the memory, before anything is allocated (issue 36)."""
 import pytest
 import torch
+from test_model import TINY_MODEL, tiny_sentences
 
 from kgparser.config import config_from_dict
-from kgparser.model import Model
-from kgparser.model import memory
+from kgparser.model import Model, memory
 from kgparser.model.memory import ModelTooLarge, weight_bytes_lower_bound
-from test_model import TINY_MODEL, tiny_sentences
 
 torch.set_num_threads(1)
 

@@ -12,12 +12,12 @@ import threading
 
 import pytest
 import torch
-
-from kgparser.io import atomic
-from kgparser.cli import main
-from kgparser.io.conllu import parse_conllu
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_conllu
 from test_parse_safety import save, tiny_model
+
+from kgparser.cli import main
+from kgparser.io import atomic
+from kgparser.io.conllu import parse_conllu
 
 torch.set_num_threads(1)
 pytestmark = IGNORE_TINY_MODEL_WARNINGS

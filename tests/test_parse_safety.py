@@ -8,16 +8,15 @@ import warnings
 
 import pytest
 import torch
+from test_model import tiny_config, tiny_sentences
 
 from kgparser.cli import main
-from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu
 from kgparser.errors import KgparserError
 from kgparser.inference.decode import NonFiniteScores
-from kgparser.model.checkpoint import CheckpointError
 from kgparser.inference.parser import LongSentenceWarning, Parser
-from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
+from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu
 from kgparser.model import Model
-from test_model import tiny_config, tiny_sentences
+from kgparser.model.checkpoint import CheckpointError, checkpoint_data, save_checkpoint
 
 torch.set_num_threads(1)
 

@@ -2,14 +2,14 @@
 words and tags, long sentences, empty input, and the constraint hook."""
 import pytest
 import torch
+from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 from kgparser.config import config_from_dict
-from kgparser.io.conllu import parse_conllu
-from kgparser.model.checkpoint import CheckpointError
 from kgparser.inference.decoding_constraints import DecodingConstraint
 from kgparser.inference.parser import Parser
+from kgparser.io.conllu import parse_conllu
+from kgparser.model.checkpoint import CheckpointError
 from kgparser.training import train
-from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 

@@ -7,21 +7,19 @@ import random
 
 import pytest
 import torch
+from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 from kgparser.cli import main
 from kgparser.config import config_from_dict
-from kgparser.io.conllu import parse_conllu
-from kgparser.io.reader import read
 from kgparser.constraints import ConstraintError, Constraints, constraint_filter
-from kgparser.inference.decoding_constraints import as_constraint
-from kgparser.inference.decode import decode
-from kgparser.inference.decoding_constraints import ConstraintWarning, DecodingConstraint
-from kgparser.inference.decode import DecodingError
+from kgparser.inference.decode import DecodingError, decode
+from kgparser.inference.decoding_constraints import ConstraintWarning, DecodingConstraint, as_constraint
 from kgparser.inference.parser import Parser
 from kgparser.inference.tree_repair import to_valid_tree
+from kgparser.io.conllu import parse_conllu
+from kgparser.io.reader import read
 from kgparser.training import train
 from kgparser.transitions.trees import children, random_projective_tree
-from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 

@@ -4,7 +4,6 @@ projective systems whose dynamic oracles are exact and arc-decomposable
 import random
 
 import pytest
-
 from harness import (
     assert_costs_keep_the_contract_on_nonprojective_gold,
     assert_exact_dynamic_oracle,
@@ -12,6 +11,7 @@ from harness import (
     coverage,
     partial_projective_trees,
 )
+
 from kgparser.transitions import get_system
 from kgparser.transitions.trees import all_trees, is_projective, random_projective_tree
 

@@ -5,8 +5,7 @@ import pytest
 
 from kgparser.cli import main
 from kgparser.io.conllu import read_conllu
-from kgparser.projectivize import (ProjectivizeError, is_projective_tree, projectivize_sentences,
-                                   projectivize_tree)
+from kgparser.projectivize import ProjectivizeError, is_projective_tree, projectivize_sentences, projectivize_tree
 from kgparser.transitions.trees import all_trees, is_projective, random_tree
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)

@@ -5,13 +5,13 @@ import io
 import sys
 
 import pytest
+from rawtext_models import save_tiny_model
+from test_model import IGNORE_TINY_MODEL_WARNINGS
+from test_parser import assert_valid_tree
 
 from kgparser.cli import main
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 from kgparser.rawtext import RawTextError, escape, paragraph_spans, text_of, unescape
-from rawtext_models import save_tiny_model
-from test_model import IGNORE_TINY_MODEL_WARNINGS
-from test_parser import assert_valid_tree
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
 

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cluster_grids import write_tiny_grid
 
 pytest.importorskip("ray")

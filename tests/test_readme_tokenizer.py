@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from test_parse_safety import save
 from test_root_choice import assert_tree
 
@@ -25,6 +24,7 @@ def test_the_example_is_in_the_readme():
 def test_readme_tokenizer_example_runs(tmp_path):
     pytest.importorskip("spacy")
     from test_model import tiny_config, tiny_sentences
+
     from kgparser.model import Model
 
     config = tiny_config("arc-hybrid")

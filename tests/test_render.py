@@ -9,11 +9,11 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
+from rawtext_models import save_tiny_model
 
 from kgparser.cli import main
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 from kgparser.io.render import arc_levels, render
-from rawtext_models import save_tiny_model
 
 SVG = "{http://www.w3.org/2000/svg}"
 ODD = parse_conllu("# sent_id = odd <1>\n# text = a <b> & \"c\"\n1\ta\t_\tX\t_\t_\t2\tdep:x<y\t_\t_\n"
@@ -102,7 +102,8 @@ def browser() -> str | None:
 MEASURE = """<script>
 for (const text of document.querySelectorAll("svg text")) {
   const box = text.getBBox(), view = text.ownerSVGElement.viewBox.baseVal;
-  const inside = box.x >= -1 && box.y >= -1 && box.x + box.width <= view.width + 1 && box.y + box.height <= view.height + 1;
+  const inside = box.x >= -1 && box.y >= -1
+    && box.x + box.width <= view.width + 1 && box.y + box.height <= view.height + 1;
   text.setAttribute("data-drawn", box.width > 0 && box.height > 0 && inside ? "yes" : "no");
 }
 </script>

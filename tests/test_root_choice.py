@@ -6,13 +6,13 @@ import random
 
 import pytest
 import torch
+from test_model import tiny_config, tiny_sentences
 
-from kgparser.inference.decode import decode
 from kgparser.errors import KgparserError
+from kgparser.inference.decode import decode
+from kgparser.inference.tree_repair import ROOT_CHOICES, loose_words, to_valid_tree
 from kgparser.transitions import get_system, system_names
 from kgparser.transitions.base import NO_HEAD
-from kgparser.inference.tree_repair import ROOT_CHOICES, loose_words, to_valid_tree
-from test_model import tiny_config, tiny_sentences
 
 torch.set_num_threads(1)
 
@@ -284,8 +284,9 @@ def test_parser_refuses_an_unknown_root_choice(tmp_path):
 
 
 def test_cli_parse_takes_a_root_choice(tmp_path):
-    from kgparser.cli import main
     from test_parse_safety import save
+
+    from kgparser.cli import main
 
     model = save(tiny_covington_model(), tmp_path / "model.pt")
     source = tmp_path / "in.conllu"

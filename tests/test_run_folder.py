@@ -9,14 +9,14 @@ import os
 
 import pytest
 import torch
+from test_cli_train_parse import write_config
+from test_training import NON_PROJECTIVE, tiny_run
 
 from kgparser.cli import main
 from kgparser.config import ConfigError
 from kgparser.errors import KgparserError
-from kgparser.training.run_folder import MARKER, RUN_FILES, RunFolderError
 from kgparser.training import TrainingError, train
-from test_cli_train_parse import write_config
-from test_training import NON_PROJECTIVE, tiny_run
+from kgparser.training.run_folder import MARKER, RUN_FILES, RunFolderError
 
 torch.set_num_threads(1)
 QUIET = {"log": lambda line: None}

@@ -9,16 +9,16 @@ import sys
 
 import pytest
 import torch
+from test_cli_train_parse import write_config
+from test_model import tiny_conllu
+from test_training import tiny_run
 
-from kgparser.io import atomic
 from kgparser.cli import main
+from kgparser.io import atomic
 from kgparser.io.conllu import parse_conllu, write_conllu
 from kgparser.io.locking import LockBusy, exclusive_lock
 from kgparser.training import TrainingError, train
 from kgparser.training.monitor import MetricsFile
-from test_cli_train_parse import write_config
-from test_model import tiny_conllu
-from test_training import tiny_run
 
 torch.set_num_threads(1)
 QUIET = {"log": lambda line: None}

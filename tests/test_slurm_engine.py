@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cluster_grids import write_tiny_grid
 
 pytest.importorskip("submitit", reason="submitit is not installed: pip install 'kgparser[slurm]'")

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from rawtext_models import save_tiny_model
 from test_model import IGNORE_TINY_MODEL_WARNINGS
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from kgparser.io.conllu import Sentence, parse_conllu, sample_data_path
-from kgparser.inference.parser import Parser
-from kgparser.inference.corpus import chunked
-from kgparser.io.reader import Input
-from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
-from kgparser.model import Model
-from kgparser.inference import workers
-from kgparser.inference.workers import WorkerDied
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_config, tiny_sentences
+
+from kgparser.inference import workers
+from kgparser.inference.corpus import chunked
+from kgparser.inference.parser import Parser
+from kgparser.inference.workers import WorkerDied
+from kgparser.io.conllu import Sentence, parse_conllu, sample_data_path
+from kgparser.io.reader import Input
+from kgparser.model import Model
+from kgparser.model.checkpoint import checkpoint_data, save_checkpoint
 
 torch.set_num_threads(1)
 
@@ -131,7 +131,7 @@ def test_pipe_holds_a_few_chunks_of_an_endless_input(checkpoint):
     lines = GOOD.format("x").strip().split("\n")
     source = (Sentence(list(lines), "counted", require_tree=False) for _ in range(3000))
     most = 0
-    for count, sentence in enumerate(Parser.load(checkpoint).pipe(source, chunk_size=50), start=1):
+    for count, _sentence in enumerate(Parser.load(checkpoint).pipe(source, chunk_size=50), start=1):
         if count % 25 == 0:
             most = max(most, _live("counted"))
     # the chunk being read, the one just parsed, and its parsed copies being yielded
@@ -295,9 +295,10 @@ def test_spawned_workers_give_the_same_sentences(checkpoint, corpus, monkeypatch
 def test_an_encoder_model_moved_since_training_parses_alike_in_workers(corpus, tmp_path):
     """Each worker loads the encoder once, from where the parent's came from."""
     pytest.importorskip("transformers")
-    from kgparser.config import config_from_dict
     from test_encoder import tiny_bert
     from test_model import TINY_MODEL
+
+    from kgparser.config import config_from_dict
 
     trained_with = tiny_bert(tmp_path / "bert")
     config = config_from_dict({"model": {**TINY_MODEL, "encoder": {"path": str(trained_with), "dim": 8}}})

@@ -10,22 +10,22 @@ import random
 import numpy as np
 import pytest
 import torch
+from test_model import TINY_MODEL, tiny_conllu
 
 from kgparser.cli import main
 from kgparser.config import ConfigError, config_from_dict
-from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu, sample_data_path, write_conllu
 from kgparser.errors import KgparserError
 from kgparser.evaluation.scores import evaluate
+from kgparser.inference.decode import decode
+from kgparser.inference.parser import Parser
+from kgparser.inference.tags import TagWarning, UntaggedInput
+from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu, sample_data_path, write_conllu
+from kgparser.io.reader import read
 from kgparser.model import Model
 from kgparser.model.tagger import IGNORED, TAG_CLASS_OFFSET, tag_targets, tagging_loss
-from kgparser.inference.parser import Parser
-from kgparser.io.reader import read
-from kgparser.inference.decode import decode
-from kgparser.inference.tags import TagWarning, UntaggedInput
+from kgparser.model.vocab import Vocabularies
 from kgparser.training import train
 from kgparser.training.trainer import EpochStats, Trainer
-from kgparser.model.vocab import Vocabularies
-from test_model import TINY_MODEL, tiny_conllu
 
 torch.set_num_threads(1)
 
@@ -184,7 +184,8 @@ def test_trainer_adds_the_weighted_tagging_loss_per_scored_state():
     stats = EpochStats(scored=5)
     loss = trainer._with_tagging_loss(torch.tensor(2.0), scores, examples, stats)
     assert torch.allclose(loss, 2.0 + 0.5 * summed / 5)
-    assert stats.tagged == words == sum(s.n for s in sentences) and stats.tag_loss == pytest.approx(float(summed.detach()))
+    assert stats.tagged == words == sum(s.n for s in sentences)
+    assert stats.tag_loss == pytest.approx(float(summed.detach()))
     assert trainer._with_tagging_loss(None, {}, examples, EpochStats()) is None
 
 

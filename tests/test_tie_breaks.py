@@ -10,10 +10,10 @@ computation is shortest; the exact costs stay exact (the systems' own tests).
 import random
 
 import pytest
+from harness import assert_tie_break, late_states
 from test_arc_hybrid_swap import static_swap_loss, trainer_states
 from test_two_planar import PlaneLoss, non_two_planar_trees, random_two_planar_tree
 
-from harness import assert_tie_break, late_states
 from kgparser.config import ConfigError, load_config
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
@@ -263,7 +263,8 @@ def test_arc_hybrid_swap_orders_on_the_states_training_reaches():
     for order in (["shift"], ["left", "right"]):
         system = get_system("arc-hybrid-swap", tie_break=order)
         golds = [random_tree(n, rng, single_root=bool(n % 2)) for n in (3, 4, 5)]
-        assert_tie_break(system, golds, truth=static_swap_loss, states=lambda gold: trainer_states(system, gold))
+        assert_tie_break(system, golds, truth=static_swap_loss,
+                         states=lambda gold, system=system: trainer_states(system, gold))
     with pytest.raises(KgparserError, match="remaining-length"):
         get_system("arc-hybrid-swap", tie_break="shortest")
 

@@ -5,12 +5,12 @@ import json
 import pytest
 import torch
 import yaml
+from test_model import TINY_MODEL, tiny_conllu
 
 from kgparser.config import config_from_dict
 from kgparser.inference.parser import Parser
-from kgparser.training import TrainingError, train
 from kgparser.io.progress import Progress, bar_line, clock
-from test_model import TINY_MODEL, tiny_conllu
+from kgparser.training import TrainingError, train
 
 torch.set_num_threads(1)
 

@@ -11,8 +11,8 @@ import os
 import random
 
 import pytest
-
 from harness import assert_static_oracle_builds, assert_zero_cost_paths_reach_gold
+
 from kgparser.errors import KgparserError
 from kgparser.transitions import get_system
 from kgparser.transitions.base import NO_HEAD, ROOT

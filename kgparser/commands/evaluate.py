@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io.conllu import read_conllu
-    from ..evaluation.scores import check_sentence_counts, evaluate
     from ..evaluation.aligned import same_words
+    from ..evaluation.scores import check_sentence_counts, evaluate
+    from ..io.conllu import read_conllu
 
     punct = not args.no_punct
     gold = read_conllu(args.gold, require_tree=True)

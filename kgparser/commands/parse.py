@@ -117,8 +117,8 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from ..inference.parser import Parser
     from ..inference.corpus import bound_kernel_cache
+    from ..inference.parser import Parser
 
     bound_kernel_cache()
     _check_output(args)
@@ -151,8 +151,8 @@ def _check_output(args: argparse.Namespace) -> None:
     """Refuse an output that is the model or the constraints file: it would be
     replaced by CoNLL-U.  The input itself may be the output (a file output is
     a temporary file until the input is read and parsed to its end)."""
-    from ..io.atomic import same_file
     from ..errors import KgparserError
+    from ..io.atomic import same_file
 
     for option, path in (("--model", args.model), ("--constraints", args.constraints)):
         if args.output and path and same_file(args.output, path):

@@ -13,9 +13,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..io.conllu import read_conllu
     from ..errors import KgparserError
     from ..evaluation.coverage import format_markdown, format_text, treebank_statistics
+    from ..io.conllu import read_conllu
     from ..transitions import system_class
 
     for name in args.systems or []:

@@ -102,14 +102,14 @@ and :mod:`.misc` (the file formats).  Every name is importable from
 """
 from __future__ import annotations
 
-from .records import FREE, NONE_OUTSIDE, OUTSIDE_OPTIONS, SPAN_ROOT_ONLY, ArcConstraint, ConstraintError, SpanConstraint
-from .sentence import Constraints
-from .system import ConstrainedSystem, forced_arc_labels
-from .reachable_arcs import ReachableArcs
 from .arc_eager import ConstrainedArcEager, ConstrainedArcEagerState
 from .filtering import ConstraintFilter, constrain, constraint_filter, unsupported
 from .jsonl import ConstraintTable, constraints_for, read_constraints_jsonl
 from .misc import constraints_from_misc
+from .reachable_arcs import ReachableArcs
+from .records import FREE, NONE_OUTSIDE, OUTSIDE_OPTIONS, SPAN_ROOT_ONLY, ArcConstraint, ConstraintError, SpanConstraint
+from .sentence import Constraints
+from .system import ConstrainedSystem, forced_arc_labels
 
 __all__ = [
     "OUTSIDE_OPTIONS", "FREE", "SPAN_ROOT_ONLY", "NONE_OUTSIDE",

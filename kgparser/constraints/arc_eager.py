@@ -25,7 +25,7 @@ class ConstrainedArcEagerState(ArcEagerState):
 
     __slots__ = ("span_root", "components", "component", "reach", "chain", "extent")
 
-    def copy(self) -> "ConstrainedArcEagerState":
+    def copy(self) -> ConstrainedArcEagerState:
         new = self._copy_arcs_to(object.__new__(ConstrainedArcEagerState))
         new.stack = self.stack[:]
         new.b = self.b

@@ -67,7 +67,7 @@ class Text:
     words: list[Word] = field(default_factory=list)
 
     @classmethod
-    def of(cls, sentences: Sequence[Sentence]) -> "Text":
+    def of(cls, sentences: Sequence[Sentence]) -> Text:
         text = cls()
         for sentence in sentences:
             text._add(sentence)

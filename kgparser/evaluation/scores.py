@@ -53,8 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..io.conllu import Sentence, read_conllu
 from ..errors import KgparserError
+from ..io.conllu import Sentence, read_conllu
 from ..transitions.trees import nonprojective_arcs
 
 __all__ = ["EvaluationError", "NonProjective", "PRF", "Scores", "check_sentence_counts", "distance_bucket",
@@ -162,7 +162,7 @@ class NonProjective:
     def recall(self) -> float:
         return _ratio(self.found, self.gold)
 
-    def __add__(self, other: "NonProjective") -> NonProjective:
+    def __add__(self, other: NonProjective) -> NonProjective:
         return NonProjective(self.gold + other.gold, self.found + other.found, self.predicted + other.predicted,
                              self.right + other.right)
 

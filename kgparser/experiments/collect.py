@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.conllu import read_conllu
 from ..evaluation.scores import Scores, evaluate
+from ..io.conllu import read_conllu
 from .grid import Grid, Run, run_config
 from .runners import MARKER, run_status
 from .significance import PairedResult, paired_test

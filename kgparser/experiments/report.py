@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.atomic import write_text
 from ..evaluation.scores import DISTANCE_BUCKETS, PRF, NonProjective
+from ..io.atomic import write_text
 from .collect import RunResult
 from .grid import SEED_AXIS, Comparison, Grid, GridError
 from .significance import paired_test

@@ -48,9 +48,9 @@ from typing import Callable
 
 import yaml
 
-from ..io.atomic import write_text
 from ..config import config_from_saved
 from ..errors import KgparserError
+from ..io.atomic import write_text
 from ..io.locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
 from ..parent_death import die_with_parent
 from ..training.run_folder import BEST, LAST, mark_run_folder
@@ -310,7 +310,7 @@ def run_ray(jobs: list[Job], settings: dict, threads: int, log: Callable[[str], 
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
         done += 1
-        _outcome(pending.pop(ready[0]), f"[{done}/{len(jobs)}]", lambda: ray.get(ready[0]), failures, log)
+        _outcome(pending.pop(ready[0]), f"[{done}/{len(jobs)}]", lambda ref=ready[0]: ray.get(ref), failures, log)
     return failures
 
 

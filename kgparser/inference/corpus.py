@@ -94,7 +94,7 @@ class ParseSummary:
     long_sentences: int = 0
     longest: int = 0
 
-    def add(self, result: "ChunkResult") -> None:
+    def add(self, result: ChunkResult) -> None:
         parsed = result.parsed
         self.sentences += result.sentences
         self.words += result.words
@@ -104,7 +104,7 @@ class ParseSummary:
         self.tag_report = parsed.tag_report if self.tag_report is None else self.tag_report.merged(parsed.tag_report)
 
     @classmethod
-    def of(cls, sentences, tag_report: TagReport) -> "ParseSummary":
+    def of(cls, sentences, tag_report: TagReport) -> ParseSummary:
         """The summary of sentences parsed in one piece (a SentenceList keeps its skipped)."""
         return cls(len(sentences), sum(s.n for s in sentences), list(getattr(sentences, "skipped", [])), tag_report)
 

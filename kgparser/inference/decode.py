@@ -39,8 +39,8 @@ import torch
 from ..errors import KgparserError
 from ..model import CharTable, Model
 from ..model.features import flat_rows, positions_rows
-from ..model.tagger import best_tags
 from ..model.stepper import Step, Stepper
+from ..model.tagger import best_tags
 from .decoding_constraints import allowed_actions_function, as_constraint, forced_labels_function
 from .tree_repair import loose_words, to_valid_tree
 
@@ -292,7 +292,7 @@ class _BatchDecoder:
         positions_rows(ahead, state, self.offsets[i], self.pad, rows)
         return len(ahead)
 
-    def _walk(self, i: int, legal: list, scores: "_StepScores", row: int, ahead: int) -> None:
+    def _walk(self, i: int, legal: list, scores: _StepScores, row: int, ahead: int) -> None:
         """Apply the best action of sentence ``i``'s state (``row``); while it is
         the chain action, go on with the next state of the run (rows ``row + 1``
         ... ``row + ahead``), chosen among its own allowed actions exactly as the
@@ -364,7 +364,8 @@ class _StepScores:
     def choose(self, row: int, state, legal: list, forced_labels: Callable | None) -> tuple[str, str | None]:
         """The best legal (action, label) of the state scored in ``row``.
         ``forced_labels``: ``None`` or a function ``(state, legal actions) ->
-        {arc action: forced label} or None`` (see :func:`~kgparser.inference.decoding_constraints.forced_labels_function`)."""
+        {arc action: forced label} or None`` (see
+        :func:`~kgparser.inference.decoding_constraints.forced_labels_function`)."""
         inventory = self.inventory
         scores, action_id, arc_actions = self.totals[row], inventory.action_id, inventory.arc_actions
         best_labels = self.best_labels[row] if self.n_labels else None

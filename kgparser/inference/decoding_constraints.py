@@ -23,8 +23,17 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..constraints import (ConstraintError, ConstraintFilter, Constraints, constraint_filter, constraints_for,
-                           constraints_from_misc, forced_arc_labels, read_constraints_jsonl, unsupported)
+from ..constraints import (
+    ConstraintError,
+    ConstraintFilter,
+    Constraints,
+    constraint_filter,
+    constraints_for,
+    constraints_from_misc,
+    forced_arc_labels,
+    read_constraints_jsonl,
+    unsupported,
+)
 from ..errors import KgparserError
 
 ON_BAD_CONSTRAINTS = ("error", "skip")

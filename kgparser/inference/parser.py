@@ -70,7 +70,7 @@ class Parser:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
-             threads: int | None = None, encoder: str | Path | None = None) -> "Parser":
+             threads: int | None = None, encoder: str | Path | None = None) -> Parser:
         """The parser of checkpoint ``path``; ``encoder``: where the pretrained encoder
         of a model that has one is now (a folder or hub name), if it has moved since
         training (it must be the same encoder: its fingerprint is checked)."""

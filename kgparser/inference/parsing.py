@@ -16,8 +16,13 @@ from typing import Sequence
 
 from ..model import Model
 from .decode import Decoded, DecodingError, collector_paused, decode
-from .decoding_constraints import (ConstraintReport, check_parse, describe_sentence, drop_unsatisfiable,
-                                   resolve_constraints)
+from .decoding_constraints import (
+    ConstraintReport,
+    check_parse,
+    describe_sentence,
+    drop_unsatisfiable,
+    resolve_constraints,
+)
 from .tags import TagReport, plan_tags
 
 

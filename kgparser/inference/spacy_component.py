@@ -38,8 +38,8 @@ from spacy.pipeline import Sentencizer
 from spacy.util import minibatch
 
 from ..errors import KgparserError
-from .options import checked_batch_size
 from ..rawtext import build_sentences, doc_words
+from .options import checked_batch_size
 
 MODEL_FILE = "model.pt"
 #: the label of a white-space token's arc
@@ -49,7 +49,7 @@ SPACE_LABEL = "dep"
 @Language.factory("kgparser", default_config={"model": None, "batch_size": 64, "tags": "auto",
                                               "root_choice": None})
 def make_kgparser(nlp: Language, name: str, model: Optional[str], batch_size: int, tags: str,
-                  root_choice: Optional[str]) -> "KgparserComponent":
+                  root_choice: Optional[str]) -> KgparserComponent:
     """The ``kgparser`` factory: ``model`` is a checkpoint path (``best.pt``)."""
     if not model:
         raise KgparserError('the kgparser component needs a model: nlp.add_pipe("kgparser", '
@@ -126,7 +126,7 @@ class KgparserComponent:
         with atomic_path(path / MODEL_FILE) as temporary:
             Path(temporary).write_bytes(data)
 
-    def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> "KgparserComponent":
+    def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> KgparserComponent:
         """Parse with the checkpoint :meth:`to_disk` copied into ``path``."""
         self.model = str(Path(path) / MODEL_FILE)
         self._parser = None

@@ -62,7 +62,7 @@ class TagReport:
                   for column, count in self.missing.items() if count and not self.predicted.get(column)]
         return f"tags ({self.mode}): " + ("; ".join(parts) or "all taken from the input")
 
-    def merged(self, other: "TagReport") -> "TagReport":
+    def merged(self, other: TagReport) -> TagReport:
         """The report of two parses together (of two chunks of one input)."""
         def added(first: dict, second: dict) -> dict:
             return {key: first.get(key, 0) + second.get(key, 0) for key in {**first, **second}}

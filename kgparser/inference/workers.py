@@ -168,7 +168,7 @@ def start_method(device: str) -> str:
 
 
 class _Worker:
-    def __init__(self, number: int, context, args: tuple, others: list["_Worker"]):
+    def __init__(self, number: int, context, args: tuple, others: list[_Worker]):
         self.number = number
         self.connection, child = context.Pipe()
         forked = context.get_start_method() == "fork"
@@ -204,7 +204,7 @@ class ProcessPool:
             for number in range(1, worker_count(processes) + 1):
                 self.workers.append(_Worker(number, context, (data, device, work), self.workers))
 
-    def __enter__(self) -> "ProcessPool":
+    def __enter__(self) -> ProcessPool:
         return self
 
     def __exit__(self, *exc_info) -> None:

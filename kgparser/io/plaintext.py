@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 
 from .conllu import ConlluError, Sentence, control_character
 
+
 def tokenized_sentences(lines: Iterable[str], source: str) -> Iterator[Sentence]:
     """One sentence per non-blank line, as the lines are read; a sentence's
     ``line`` is its line number."""

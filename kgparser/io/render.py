@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
-from .atomic import write_text
 from ..errors import KgparserError
+from .atomic import write_text
 
 OUTPUT_FORMATS = ("conllu", "html", "svg")
 
@@ -135,7 +135,7 @@ class Layout:
     width: float
 
     @classmethod
-    def of(cls, sentence) -> "Layout":
+    def of(cls, sentence) -> Layout:
         n = sentence.n
         columns = [max(_MIN_COLUMN, _CHAR * max(len(sentence.forms[d - 1]), len(sentence.upos[d - 1] or ""),
                                                   len(sentence.deprels[d] or "")) + _PAD) for d in range(1, n + 1)]

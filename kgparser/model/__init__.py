@@ -18,7 +18,6 @@ import torch
 from ..config import Config, config_from_saved
 from ..errors import KgparserError
 from ..transitions import get_system
-from .vocab import Vocabularies
 from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_checkpoint
 from .encoder import Encoder, EncoderError, EncoderNotFound
 from .inputs import Batch, CharTable, Inputs
@@ -27,6 +26,7 @@ from .memory import check_weight_memory
 from .network import SLOTS_PER_POSITION, Network
 from .stepper import Encoded
 from .tagger import TAG_CLASS_OFFSET
+from .vocab import Vocabularies
 
 __all__ = ["CharTable", "Model", "Network", "SLOTS_PER_POSITION"]
 
@@ -68,7 +68,7 @@ class Model:
         return len(self.system.feature_names) * SLOTS_PER_POSITION
 
     @classmethod
-    def build(cls, config: Config, train_sentences) -> "Model":
+    def build(cls, config: Config, train_sentences) -> Model:
         """A new model: vocabularies from the training data, pretrained vectors
         if configured, fresh weights."""
         vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
@@ -92,7 +92,7 @@ class Model:
         vectors, tag_scores = self.network.encode_all(batch, with_tags=with_tags)
         return Encoded(batch, self.network.project(vectors), tag_scores)
 
-    def to(self, device: str | torch.device) -> "Model":
+    def to(self, device: str | torch.device) -> Model:
         self.device = torch.device(device)
         self.network.to(self.device)
         self.inventory.to(self.device)
@@ -109,7 +109,7 @@ class Model:
         save_checkpoint(checkpoint_data(self, epoch, dev, training), path)
 
     @classmethod
-    def load(cls, path: str | Path, encoder: str | Path | None = None) -> "Model":
+    def load(cls, path: str | Path, encoder: str | Path | None = None) -> Model:
         """The model of checkpoint ``path`` (on the CPU); ``encoder``: see :meth:`from_data`."""
         data = load_checkpoint(path)
         try:
@@ -136,7 +136,7 @@ class Model:
         }
 
     @classmethod
-    def from_data(cls, data: dict, encoder: str | Path | None = None) -> "Model":
+    def from_data(cls, data: dict, encoder: str | Path | None = None) -> Model:
         """The model of :meth:`to_data`; ``encoder``: where its encoder is now (a
         folder or hub name), if not where the config says."""
         config = config_from_saved(data["config"])
@@ -157,7 +157,8 @@ class Model:
         left_out = model._frozen_table_keys()
         missing = [key for key in missing if key not in left_out]
         if missing or unexpected:
-            found = [f"{what}: {', '.join(keys[:3])}" for what, keys in (("missing", missing), ("unexpected", unexpected))
+            found = [f"{what}: {', '.join(keys[:3])}"
+                     for what, keys in (("missing", missing), ("unexpected", unexpected))
                      if keys]
             raise ValueError(f"the checkpoint's weights do not fit the network ({'; '.join(found)})")
         model.max_train_length = data.get("max_train_length")  # absent from older checkpoints

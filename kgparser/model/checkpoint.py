@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
-from ..version import __version__
-from ..io.atomic import WriteError, atomic_path, os_error_message
 from ..errors import KgparserError
+from ..io.atomic import WriteError, atomic_path, os_error_message
+from ..version import __version__
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "CheckpointError", "checkpoint_data", "load_checkpoint",
            "save_checkpoint"]

@@ -200,7 +200,7 @@ class Encoder:
             raise EncoderError(f"model.encoder.overlap: must be < the window ({window} subwords), got {overlap}")
         return window, overlap
 
-    def to(self, device: str | torch.device) -> "Encoder":
+    def to(self, device: str | torch.device) -> Encoder:
         self.device = torch.device(device)
         for module in (self.model, self.table):
             if module is not None:

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ..config import Config
-from .vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 from .embeddings import lookup_id
+from .vocab import ROOT_ID, UNK_ID, Vocabularies, normalize_form
 
 EXT_PAD, EXT_UNK = 0, 1
 ROOT_FORM = "\0root"  # ROOT's key among the forms whose character vectors a batch reads

@@ -81,7 +81,7 @@ class ActionInventory:
                 mask[first:stop] = True
         return mask
 
-    def to(self, device: torch.device) -> "ActionInventory":
+    def to(self, device: torch.device) -> ActionInventory:
         self.arc_action_index = self.arc_action_index.to(device)
         self.column_action = self.column_action.to(device)
         self.column_label = self.column_label.to(device)

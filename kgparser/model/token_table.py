@@ -47,7 +47,7 @@ class TokenTable:
             picked = picked.view(torch.bfloat16)
         return picked.float().to(ids.device)
 
-    def to(self, device) -> "TokenTable":
+    def to(self, device) -> TokenTable:
         """Nothing to move: rows go to the device of the ids they are looked up with."""
         return self
 

@@ -36,7 +36,7 @@ class Vocab:
 
     @classmethod
     def build(cls, values: Iterable[str], min_count: int = 1,
-              specials: Sequence[str] = (PAD, UNK, ROOT_TOKEN)) -> "Vocab":
+              specials: Sequence[str] = (PAD, UNK, ROOT_TOKEN)) -> Vocab:
         """Items seen at least ``min_count`` times, most frequent first (ties by name)."""
         counter = Counter(values)
         for special in specials:
@@ -58,7 +58,7 @@ class Vocab:
                 "specials": self.specials}
 
     @classmethod
-    def from_data(cls, data: dict) -> "Vocab":
+    def from_data(cls, data: dict) -> Vocab:
         return cls(data["items"], data["counts"], data["specials"])
 
 
@@ -74,7 +74,7 @@ class Vocabularies:
 
     @classmethod
     def from_sentences(cls, sentences, pos: str = "upos", normalize_words: bool = False,
-                       tag_columns: Sequence[str] = ()) -> "Vocabularies":
+                       tag_columns: Sequence[str] = ()) -> Vocabularies:
         """Vocabularies of a training set; ``normalize_words``: the word vocabulary holds
         normalized forms (:func:`normalize_form`), the character vocabulary the forms' own.
         ``tag_columns``: the columns to predict; one the data never fills gets no vocabulary."""
@@ -97,7 +97,7 @@ class Vocabularies:
         return data
 
     @classmethod
-    def from_data(cls, data: dict) -> "Vocabularies":
+    def from_data(cls, data: dict) -> Vocabularies:
         columns = {column: Vocab.from_data(d) for column, d in data.get("tag_columns", {}).items()}
         return cls(*(Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels")), columns)
 

@@ -82,20 +82,23 @@ class World:
         return self.size > 1
 
 
+#: a run in one process
+ONE_PROCESS = World()
+
+
 def world_from_environment() -> World:
     """The world ``torchrun`` describes in ``RANK``, ``WORLD_SIZE`` and
     ``LOCAL_RANK``; a single process without them."""
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size <= 1:
-        return World()
+        return ONE_PROCESS
     return World(int(os.environ["RANK"]), size, int(os.environ.get("LOCAL_RANK", "0")))
 
 
 def start(world: World, device: str) -> None:
     """Join the process group (gloo on CPU, nccl on CUDA, each rank on its local GPU)."""
-    import torch.distributed as dist
-
     import torch._dynamo  # noqa: F401  (before the group exists: see stop())
+    import torch.distributed as dist
 
     timeout = timedelta(seconds=_timeout_seconds())
     if device == "cuda":

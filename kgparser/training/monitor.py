@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..io.atomic import write_text
 from ..errors import KgparserError
+from ..io.atomic import write_text
 
 
 class MetricsFile:

@@ -19,19 +19,18 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from . import run_folder
 from ..config import Config, config_from_saved
-from ..io.atomic import os_error_message, remove_stale_temporaries
 from ..errors import KgparserError
+from ..io.atomic import os_error_message, remove_stale_temporaries
 from ..io.locking import training_lock
-from ..model import Model
-from ..model.tagger import TAG_COLUMNS
-from ..model.checkpoint import load_checkpoint
-from . import distributed
-from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
-from .distributed import World, world_from_environment
 from ..io.progress import Progress, bar_line
+from ..model import Model
+from ..model.checkpoint import load_checkpoint
+from ..model.tagger import TAG_COLUMNS
+from . import distributed, run_folder
+from .distributed import ONE_PROCESS, World, world_from_environment
 from .monitor import MetricsFile, TensorBoard, flatten
+from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
 from .trainer import Diverged, EpochStats, Trainer
 
 #: sentences per batch when parsing dev and test data (no gradients: bigger is faster)
@@ -69,7 +68,8 @@ def _read(path: str | None, what: str, config: Config, require_tree: bool = True
     if not path:
         return None
     if Path(path).is_dir() or not Path(path).exists():  # a FIFO, as <(zcat ...) gives, is read as a file
-        raise TrainingError(f"data.{what}: {path}: {'is a folder, not a file' if Path(path).is_dir() else 'no such file'}")
+        problem = "is a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise TrainingError(f"data.{what}: {path}: {problem}")
     sentences = read_conllu(path, lenient=config.data.lenient, require_tree=require_tree)
     if not sentences:
         raise TrainingError(f"data.{what}: {path}: no sentences")
@@ -330,7 +330,7 @@ def _diverged(error: Diverged, epoch: int, config: Config, out: Path) -> Trainin
 
 def _evaluate_and_save(trainer: Trainer, dev_sentences, epoch: int, record: dict, best_las: float | None,
                        best_epoch: int, out: Path, metrics: MetricsFile,
-                       world: World = World()) -> tuple[float | None, int]:
+                       world: World = ONE_PROCESS) -> tuple[float | None, int]:
     """After ``epoch``: dev scores into ``record``, the record into the metrics
     file, ``best.pt`` if they improved (always without dev data), ``last.pt``;
     returns the best LAS and epoch.  The metrics line goes first: a kill before
@@ -370,7 +370,7 @@ def _evaluated_weights(trainer: Trainer) -> Iterator[dict | None]:
 
 
 def _train_epoch(trainer: Trainer, examples: list, epoch: int, config: Config,
-                 world: World = World()) -> tuple[EpochStats, float]:
+                 world: World = ONE_PROCESS) -> tuple[EpochStats, float]:
     """One epoch over this process's share of the batches; the statistics are
     summed over the processes.  The batches are drawn from the epoch's seed
     alike in every process; dropout and exploration then follow a seed of the

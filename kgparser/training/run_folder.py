@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..io.atomic import same_file, write_text
 from ..errors import KgparserError
+from ..io.atomic import same_file, write_text
 from ..io.locking import TRAIN_LOCK
 
 MARKER = ".kgparser-run"

@@ -34,8 +34,8 @@ import torch
 from ..config import Config
 from ..errors import KgparserError
 from ..model import Model
-from ..model.tagger import tag_targets, tagging_loss
 from ..model.stepper import Step, Stepper
+from ..model.tagger import tag_targets, tagging_loss
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
 
@@ -75,11 +75,11 @@ class EpochStats:
     tag_loss: float = 0.0
     tagged: int = 0
 
-    def add(self, other: "EpochStats") -> None:
+    def add(self, other: EpochStats) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def summed_over_processes(self) -> "EpochStats":
+    def summed_over_processes(self) -> EpochStats:
         """The statistics of all data-parallel processes together."""
         from .distributed import sum_over_processes
 
@@ -177,7 +177,7 @@ class Trainer:
         self._update(self._with_tagging_loss(loss, encoded.tag_scores, examples, stats))
         return stats
 
-    def _oracle(self, example: Example) -> "_SentenceOracle":
+    def _oracle(self, example: Example) -> _SentenceOracle:
         """The oracles one sentence trains with (``STATIC``: the static oracle alone)."""
         # trees the system cannot build get here only with `unbuildable: dynamic`
         mode = self.config.training.oracle if example.buildable else DYNAMIC
@@ -202,7 +202,7 @@ class Trainer:
         if self.average is not None:
             self.average.update()
 
-    def _batch_loss(self, projected: torch.Tensor, hinges: "_HingeTerms", stats: EpochStats) -> torch.Tensor | None:
+    def _batch_loss(self, projected: torch.Tensor, hinges: _HingeTerms, stats: EpochStats) -> torch.Tensor | None:
         """Sum of the recorded hinge terms, recomputed with gradients in one MLP call,
         divided by the number of scored states."""
         if not hinges.correct:
@@ -259,7 +259,7 @@ class _Teacher:
     else the best-scored correct one or, exploring, the exploration policy's pick."""
 
     def __init__(self, trainer: Trainer, stepper: Stepper, examples: Sequence[Example],
-                 oracles: list["_SentenceOracle"], explore: bool, rng: random.Random, stats: EpochStats):
+                 oracles: list[_SentenceOracle], explore: bool, rng: random.Random, stats: EpochStats):
         self.trainer, self.stepper, self.examples, self.oracles = trainer, stepper, examples, oracles
         self.explore, self.rng, self.stats = explore, rng, stats
         self.inventory, self.system = trainer.model.inventory, trainer.system
@@ -286,7 +286,7 @@ class _Teacher:
     def restarts(self, i: int) -> bool:
         return False
 
-    def _compare(self, step: Step, rows: torch.Tensor, hidden: torch.Tensor) -> "_Choice":
+    def _compare(self, step: Step, rows: torch.Tensor, hidden: torch.Tensor) -> _Choice:
         """Score the step's states without gradients; record the hinge terms above zero."""
         inventory, network, count = self.inventory, self.trainer.model.network, len(step.scored)
         with torch.no_grad():
@@ -305,7 +305,7 @@ class _Teacher:
         self.stats.scored += count
         return choice
 
-    def _follow(self, step: Step, choice: "_Choice") -> None:
+    def _follow(self, step: Step, choice: _Choice) -> None:
         """Apply each scored state's transition (see the class docstring)."""
         for j, i in enumerate(step.scored):
             column = self.follow[j]
@@ -327,7 +327,7 @@ class _Teacher:
         column = int(candidates.argmax())
         return (column, float(candidates[column])) if math.isfinite(candidates[column]) else (-1, 0.0)
 
-    def _correct_columns(self, state, oracle: "_SentenceOracle", example: Example) -> tuple[list[int], int]:
+    def _correct_columns(self, state, oracle: _SentenceOracle, example: Example) -> tuple[list[int], int]:
         """Columns of the correct transitions and, when the oracle fixes it, the one to follow (else -1)."""
         columns, system = self.inventory.action_columns, self.system
         mode, static, dynamic = oracle.mode, oracle.static, oracle.dynamic
