@@ -151,6 +151,7 @@ def test_static_oracle_does_not_swap_on_projective_trees():
 
 # --- static-dynamic oracle --------------------------------------------------------------------
 
+@pytest.mark.exhaustive
 def test_eager_oracle_costs_are_exact_under_static_swaps_small():
     """Stronger than DESIGN.md asks: with swaps taken where the static oracle
     swaps, every other cost is the true one (so a zero-cost action always exists)."""
@@ -159,6 +160,7 @@ def test_eager_oracle_costs_are_exact_under_static_swaps_small():
         assert not problems, "\n".join(problems[:5])
 
 
+@pytest.mark.exhaustive
 def test_eager_oracle_costs_are_exact_under_static_swaps_random():
     rng = random.Random(2)
     for gold in [*random_trees(rng, [5], 6), *random_trees(rng, [6], 2)]:
@@ -264,6 +266,7 @@ def read_heads(path, limit):
     return trees
 
 
+@pytest.mark.exhaustive
 @pytest.mark.slow
 @pytest.mark.skipif(not EWT_TRAIN.exists(), reason="UD_English-EWT not available")
 def test_oracles_on_english_ewt():

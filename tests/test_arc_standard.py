@@ -84,14 +84,17 @@ def test_reachable_trees_are_those_of_the_chart_characterisation():
             assert truth.final_trees(state) == completions_by_characterisation(state, trees), state.key()
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_for_nonprojective_gold_small():
     assert_exact_dynamic_oracle(SYSTEM, range(3, 7), None, trees=random_nonprojective_trees(3), seed=2)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_for_projective_gold_small():
     assert_exact_dynamic_oracle(SYSTEM, range(1, 7), 3, projective_only=True, seed=3)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_sampled_states_seven_words():
     assert_exact_dynamic_oracle(SYSTEM, [7], None, trees=random_nonprojective_trees(2), limit=800, seed=4)
     assert_exact_dynamic_oracle(SYSTEM, [7], 2, projective_only=True, limit=800, seed=5)
@@ -101,6 +104,7 @@ def every_projective_tree(n, rng):
     return [t for t in all_trees(n) if is_projective(t)]
 
 
+@pytest.mark.exhaustive
 def test_linear_recursion_is_exact_on_every_state_up_to_six_words():
     """Projective gold takes the linear recursion (section 6): every reachable
     state of every gold tree of up to four words, and of random ones of five
@@ -109,6 +113,7 @@ def test_linear_recursion_is_exact_on_every_state_up_to_six_words():
     assert_exact_dynamic_oracle(SYSTEM, [5, 6], 6, projective_only=True, seed=11)
 
 
+@pytest.mark.exhaustive
 def test_linear_recursion_is_exact_on_sampled_states_eight_words():
     assert_exact_dynamic_oracle(SYSTEM, [7], 2, projective_only=True, limit=300, seed=12)
     assert_exact_dynamic_oracle(SYSTEM, [8], 2, projective_only=True, limit=250, seed=13)
@@ -228,6 +233,7 @@ def test_work_limit_option_is_checked_and_kept():
             get_system("arc-standard", work_limit=bad)
 
 
+@pytest.mark.exhaustive
 def test_calls_over_the_work_limit_fall_back_and_are_counted():
     """``work_limit=0``: every call answers with the local costs, one per
     legal action with a zero, and counts itself; on random trees walked with
@@ -252,6 +258,7 @@ def test_calls_over_the_work_limit_fall_back_and_are_counted():
         assert same > exact_share * states and sound > sound_share * states, (same, sound, states)
 
 
+@pytest.mark.exhaustive
 def test_a_long_sentence_stays_within_the_work_limit():
     """A 1,500-word random tree (non-projective: the cubic chart) and chains
     whose stack or critical words pass the limit: every call is bounded, the

@@ -141,6 +141,7 @@ def assert_exact_on_every_state(gold):
     assert report.states > 0 and oracle._memos
 
 
+@pytest.mark.exhaustive
 def test_exact_on_every_state_of_a_quarter_of_the_projective_trees_of_five_words():
     projective = [gold for gold in all_trees(5) if is_projective(gold)]
     for gold in projective[::4]:
@@ -157,12 +158,14 @@ def test_exact_on_every_state_of_the_adversarial_families(gold):
     assert_exact_on_every_state(gold)
 
 
+@pytest.mark.exhaustive
 def test_exact_on_every_state_of_random_projective_trees_of_seven_words():
     rng = random.Random(22)
     for index in range(2):
         assert_exact_on_every_state(random_projective_tree(7, rng, single_root=bool(index % 2)))
 
 
+@pytest.mark.exhaustive
 def test_recursion_deeper_than_pythons_recursion_limit():
     """A 1,200-word chain, each word headed by the previous one: the gold path
     shifts every word first, so the recursion is 1,200 levels deep (it runs on

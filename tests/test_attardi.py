@@ -67,6 +67,7 @@ def test_static_oracle_fails_exactly_where_can_build_says_no():
     assert all(check_static_oracle(SYSTEM, t) is not None for t in unbuildable)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_all_states_up_to_five_words():
     rng = random.Random(1)
 
@@ -76,12 +77,14 @@ def test_dynamic_oracle_is_exact_on_all_states_up_to_five_words():
     assert_exact_dynamic_oracle(SYSTEM, range(1, 6), 0, trees=golds)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_all_states_of_six_words():
     rng = random.Random(2)
     golds = buildable_trees(6, rng, 1, nonprojective=True) + buildable_trees(6, rng, 1, nonprojective=False)
     assert_exact_dynamic_oracle(SYSTEM, [6], 0, trees=lambda n, _: golds)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_sampled_states_of_seven_words():
     rng = random.Random(3)
     golds = buildable_trees(7, rng, 2, nonprojective=True)

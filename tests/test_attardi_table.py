@@ -112,6 +112,7 @@ def test_tables_alone_give_exact_costs(monkeypatch):
     assert_exact_dynamic_oracle(SYSTEM, [3, 4, 5], 0, trees=lambda n, _: golds[n])
 
 
+@pytest.mark.exhaustive
 def test_exactness_checks_reach_every_table_path(monkeypatch):
     """The brute-force checks of the default oracle go through every way a
     loss is settled: by the bounds alone, by a table that finds it below the
@@ -141,6 +142,7 @@ def test_exactness_checks_reach_every_table_path(monkeypatch):
     assert outcomes == {"found", "over bound", "configuration", "bounds"}
 
 
+@pytest.mark.exhaustive
 def test_tables_cut_by_the_outside_bound_are_exact_at_every_bound(monkeypatch):
     """Cutting items whose excess plus the words they leave without their
     gold head passes the bound changes no result at any bound, and cuts work."""
@@ -213,6 +215,7 @@ def test_blocked_triples_bound_the_least_excess_from_below():
     assert found
 
 
+@pytest.mark.exhaustive
 def test_tables_cut_by_blocked_triples_below_the_span_are_exact(monkeypatch):
     """The outside bound of a stack cell counts the blocked triples below
     it: cut tables give the uncut results at every bound, and the triples

@@ -157,6 +157,7 @@ def test_integer_keys_stay_integers(tmp_path):
     ("seed: 1\n  bad: [\n", "line 2"),
     ("seed: \x01\n", "character #x0001 at position 6"),
 ])
+@pytest.mark.exhaustive
 def test_malformed_yaml_is_one_line_naming_file_and_place(tmp_path, text, fragment):
     with pytest.raises(ConfigError) as error:
         load_config(write(tmp_path, text))

@@ -373,6 +373,7 @@ def test_write_to_open_file_and_stdout(capsys):
 
 # --- every shipped treebank ---------------------------------------------------------
 
+@pytest.mark.exhaustive
 @pytest.mark.slow
 @pytest.mark.skipif(not UD.is_dir(), reason="../shared/ud treebanks not available")
 def test_every_ud_treebank_reads_and_round_trips():

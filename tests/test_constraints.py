@@ -123,6 +123,7 @@ def expected(n, arcs, spans):
     return {tuple(t[1:]) for t in projective(n) if satisfies(t, arcs, spans)}
 
 
+@pytest.mark.exhaustive
 def test_constrained_arc_eager_is_sound_and_complete_with_spans_and_arcs():
     rng = random.Random(0)
     for _ in range(200):

@@ -25,6 +25,7 @@ def test_projective_systems_cover_projective_trees_fully():
     assert cov.recoverable_arcs == 3 + 2  # the best projective tree keeps 2 of 3 arcs
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name", ["arc-standard", "covington"])
 def test_recoverable_arcs_are_the_best_possible_for_exact_oracles(name):
     system = get_system(name)
@@ -35,6 +36,7 @@ def test_recoverable_arcs_are_the_best_possible_for_exact_oracles(name):
     assert stats.systems[name].recoverable_arcs == best
 
 
+@pytest.mark.exhaustive
 def test_arc_hybrid_recovers_no_more_than_possible():
     system = get_system("arc-hybrid")
     rng = random.Random(9)

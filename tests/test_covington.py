@@ -161,6 +161,7 @@ def test_loss_of_figure_2_counts_the_cycle():
     assert PAPER.dynamic_oracle(gold).loss(state) == 2 == ExactLoss(PAPER, gold)(state)
 
 
+@pytest.mark.exhaustive
 @BOTH
 def test_theorem_1_loss_equals_brute_force(system):
     rng = random.Random(3)
@@ -176,23 +177,28 @@ def test_dynamic_oracle_is_exact_on_every_tree_up_to_three_words(system):
     assert_exact_dynamic_oracle(system, [1, 2, 3], 0, trees=lambda n, rng: all_trees(n))
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_every_tree_of_four_words():
     assert_exact_dynamic_oracle(PAPER, [4], 0, trees=lambda n, rng: all_trees(n))
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_on_random_trees_up_to_five_words():
     assert_exact_dynamic_oracle(PAPER, range(1, 6), 8, trees=lambda n, rng: mixed_trees(n, rng, 8))
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [ROOT_NODE, ROOT_ARCS], ids=["root-node", "root-arcs"])
 def test_dynamic_oracle_with_root_node_is_exact_on_random_trees_up_to_five_words(system):
     assert_exact_dynamic_oracle(system, [4, 5], 2, trees=lambda n, rng: mixed_trees(n, rng, 2), seed=1)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_with_root_arcs_is_exact_on_every_tree_of_four_words():
     assert_exact_dynamic_oracle(ROOT_ARCS, [4], 0, trees=lambda n, rng: all_trees(n))
 
 
+@pytest.mark.exhaustive
 @BOTH
 @pytest.mark.parametrize("n,min_j", [(6, 4), (7, 6)])
 def test_dynamic_oracle_is_exact_on_sampled_states_of_longer_sentences(system, n, min_j):

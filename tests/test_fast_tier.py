@@ -17,6 +17,7 @@ def fast_modules() -> list[str]:
                   if "pytestmark = pytest.mark.fast" in path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.exhaustive
 def test_the_fast_tier_imports_no_torch():
     modules = fast_modules()
     assert len(modules) > 20

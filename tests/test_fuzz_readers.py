@@ -106,6 +106,7 @@ def blocks(text: str) -> int:
     return count
 
 
+@pytest.mark.exhaustive
 @FUZZ
 @given(text=ANY_CONLLU_TEXT | near_valid_conllu(), modes=READ_MODES)
 def test_parse_conllu_reads_or_names_the_source(text, modes):
@@ -189,6 +190,7 @@ def mutated_quickstart(draw) -> str:
     return text[:start] + draw(YAML_VALUES) + text[end:]
 
 
+@pytest.mark.exhaustive
 @FUZZ
 @given(data=(YAML_TEXT | mutated_quickstart()).flatmap(encodings))
 def test_load_config_reads_or_names_the_file(folder, data):
@@ -198,6 +200,7 @@ def test_load_config_reads_or_names_the_file(folder, data):
 
 
 @FUZZ
+@pytest.mark.exhaustive
 @given(overrides=st.lists(st.builds("{}={}".format, st.sampled_from(CONFIG_KEYS), YAML_VALUES)
                           | YAML_VALUES, max_size=3))
 def test_overrides_apply_or_name_the_file_or_the_override(overrides):
@@ -269,6 +272,7 @@ def test_constraints_reader_reads_or_names_the_file(folder, data):
     (b"name: x\nbase: \xff\n", "line 2, column 7: grid file is not valid UTF-8"),
     (b"[" * 5000, "nested too deeply"),
 ])
+@pytest.mark.exhaustive
 def test_unreadable_grid_files_are_one_line_errors(tmp_path, content, message):
     from kgparser.experiments.grid import GridError, load_grid
 

@@ -34,11 +34,13 @@ def test_static_oracle_rebuilds_every_projective_tree(system):
     assert_static_oracle_builds(system, (random_projective_tree(rng.randint(1, 40), rng) for _ in range(200)))
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", VARIANTS, ids=IDS)
 def test_dynamic_oracle_is_exact_for_projective_gold_small(system):
     assert_exact_dynamic_oracle(system, range(1, 7), 12, projective_only=True)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", VARIANTS, ids=IDS)
 def test_dynamic_oracle_is_exact_for_projective_gold_seven_words(system):
     assert_exact_dynamic_oracle(system, [7], 6, projective_only=True, limit=3000, seed=1)

@@ -101,6 +101,7 @@ def test_penalty_never_leaves_no_action_at_the_least_cost():
     ("covington", {}, False, 5, True),
     ("two-planar", {"regularize_switch": False}, False, 4, True),
 ])
+@pytest.mark.exhaustive
 def test_systems_where_zero_cost_actions_differ_in_length(name, options, projective, n, lengthening):
     """Zero-cost actions tie in every system; only in some does a least-loss
     computation get longer after some of them (where ``shortest`` matters;
@@ -122,6 +123,7 @@ def test_systems_where_zero_cost_actions_differ_in_length(name, options, project
 
 # --- Covington ----------------------------------------------------------------------------
 
+@pytest.mark.exhaustive
 @BOTH_COVINGTON
 def test_covington_shortest_on_every_state_up_to_four_words(system):
     rng = random.Random(2)
@@ -129,6 +131,7 @@ def test_covington_shortest_on_every_state_up_to_four_words(system):
     assert_tie_break(system, golds, shortest=True)
 
 
+@pytest.mark.exhaustive
 def test_covington_shortest_on_sampled_states_of_five_and_six_words():
     rng = random.Random(3)
     assert_tie_break(COVINGTON, random_trees([5, 6], 4, rng), shortest=True,
@@ -163,6 +166,7 @@ COVINGTON_LOST_WORDS = [get_system("covington", tie_break=tie_break, lost_words=
                         for root in COVINGTON_ROOTS]
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", COVINGTON_LOST_WORDS, ids=lambda s: "-".join(map(str, s.options().values())))
 def test_covington_lost_words_on_every_state_up_to_four_words(system):
     """(d): the free arcs onto lost words are preferred never (``spare``) or
@@ -224,6 +228,7 @@ def test_arc_eager_shortest_on_every_state_of_projective_trees_up_to_five_words(
     assert_tie_break(ARC_EAGER, golds, shortest=True)
 
 
+@pytest.mark.exhaustive
 def test_arc_eager_shortest_on_late_states_of_seven_words():
     rng = random.Random(11)
     assert_tie_break(ARC_EAGER, projective_trees([7], 4, rng), shortest=True, seed=11,
@@ -278,12 +283,14 @@ def small_tree_states(system):
     return 200 if system.root_node else None
 
 
+@pytest.mark.exhaustive
 @BOTH_TWO_PLANAR
 def test_two_planar_shortest_on_every_state_up_to_three_words(system):
     golds = [t for n in (1, 2, 3) for t in all_trees(n)]
     assert_tie_break(system, golds, truth=plane_loss, shortest=True, limit=small_tree_states(system))
 
 
+@pytest.mark.exhaustive
 @BOTH_TWO_PLANAR
 def test_two_planar_shortest_on_late_states_of_four_words(system):
     rng = random.Random(5)
@@ -291,6 +298,7 @@ def test_two_planar_shortest_on_late_states_of_four_words(system):
                      states=lambda gold: late_states(system, 4, rng, 200, lambda s: s.b >= 3))
 
 
+@pytest.mark.exhaustive
 @BOTH_TWO_PLANAR
 def test_two_planar_shortest_on_trees_that_are_not_two_planar(system):
     """The last steps of six-word trees that are not 2-planar (the oracle
@@ -301,6 +309,7 @@ def test_two_planar_shortest_on_trees_that_are_not_two_planar(system):
 
 
 @pytest.mark.parametrize("rule", ["spare", "attach"])
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("tie_break, root", [("none", {}), ("shortest", {}),
                                              ("shortest", {"root_node": True, "headless": "wrong"})],
                          ids=["none", "shortest", "shortest-root-arcs"])
@@ -315,6 +324,7 @@ def test_two_planar_lost_words_on_every_state_up_to_three_words(rule, tie_break,
                      states=lambda gold: late_states(system, 4, rng, 150, lambda s: s.b >= 3))
 
 
+@pytest.mark.exhaustive
 def test_regularize_switch_alone_is_a_tie_break_too():
     """The paper's Switch regularization (the default) narrows the zero-cost
     actions the same way: (a) and (b) hold on every state."""
@@ -352,6 +362,7 @@ def attardi_golds(system, seed: int):
     return golds + [t for t in random_trees([5], 6, rng) if system.can_build(t)]
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("order", [["shift"], ["left", "right"], ["left", "right", "shift"],
                                    ["right2", "left2", "right", "left", "shift"]])
 def test_attardi_orders_on_every_state(order):
@@ -359,6 +370,7 @@ def test_attardi_orders_on_every_state(order):
     assert_tie_break(system, attardi_golds(system, 9), limit=500)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("rule", ["spare", "attach"])
 @pytest.mark.parametrize("tie_break", ["none", ["shift"]])
 def test_attardi_lost_words_on_every_state(rule, tie_break):

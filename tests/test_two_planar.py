@@ -203,6 +203,7 @@ def non_two_planar_trees(n, rng, count):
 
 # --- 2-planarity, subsets, planes ---------------------------------------------
 
+@pytest.mark.exhaustive
 def test_two_planarity_test_agrees_with_brute_force():
     for n in range(1, 7):
         for t in all_trees(n):
@@ -254,6 +255,7 @@ def test_canonical_planes_prefer_the_active_plane():
 
 # --- the system ---------------------------------------------------------------
 
+@pytest.mark.exhaustive
 def test_builds_exactly_the_two_planar_trees():
     # with the root outside the parser, every tree of up to 5 words is 2-planar
     for n in range(1, 6):
@@ -302,6 +304,7 @@ def test_static_oracle_builds_the_two_planar_subset_of_other_trees():
 
 # --- the dynamic oracle ---------------------------------------------------------
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [PLAIN, ROOTED_PLAIN], ids=["paper", "root-node"])
 def test_pruned_plane_loss_agrees_with_full_search(system):
     rng = random.Random(8)
@@ -311,6 +314,7 @@ def test_pruned_plane_loss_agrees_with_full_search(system):
         assert all(pruned(s) == full(s) for s in states)
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_small():
     states = reachable_states(PLAIN, 3)
     for n in range(1, 4):
@@ -318,6 +322,7 @@ def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_small():
             check_plane_exact(PLAIN, gold, states if n == 3 else reachable_states(PLAIN, n))
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_larger():
     rng = random.Random(9)
     golds = [random_tree(n, rng, single_root=bool(i % 2)) for n in (4, 5) for i in range(3)]
@@ -326,6 +331,7 @@ def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_larger():
         check_plane_exact(PLAIN, gold, reachable_states(PLAIN, len(gold) - 1, limit=150, rng=rng))
 
 
+@pytest.mark.exhaustive
 @pytest.mark.slow
 def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_seven_words():
     rng = random.Random(19)
@@ -335,12 +341,14 @@ def test_dynamic_oracle_is_exact_relative_to_the_canonical_planes_seven_words():
         check_plane_exact(PLAIN, gold, reachable_states(PLAIN, len(gold) - 1, limit=150, rng=rng))
 
 
+@pytest.mark.exhaustive
 def test_dynamic_oracle_is_exact_relative_to_the_subset_of_non_two_planar_trees():
     rng = random.Random(10)
     for gold in non_two_planar_trees(6, rng, 2):
         check_plane_exact(PLAIN, gold, reachable_states(PLAIN, len(gold) - 1, limit=100, rng=rng))
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [SYSTEM, PLAIN], ids=["regularized", "plain"])
 def test_zero_cost_action_in_every_state(system):
     for n in range(1, 4):
@@ -353,6 +361,7 @@ def test_zero_cost_action_in_every_state(system):
         assert not report.problems, "\n".join(report.problems[:5])
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [SYSTEM, PLAIN], ids=["regularized", "plain"])
 def test_zero_cost_paths_reach_exactly_the_gold_tree(system):
     for n in range(1, 5):
@@ -461,6 +470,7 @@ def test_root_node_static_oracle_builds_every_arc_in_its_canonical_plane():
         assert state.plane[1:] == canonical_planes(gold, root_arcs=True)[1:]
 
 
+@pytest.mark.exhaustive
 def test_root_node_dynamic_oracle_is_exact_relative_to_the_canonical_planes():
     for n in range(1, 4):
         states = reachable_states(ROOTED_PLAIN, n)
@@ -490,6 +500,7 @@ def zero_cost_finals(system, gold):
     return finals
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [ROOTED, ROOTED_PLAIN], ids=["regularized", "plain"])
 def test_root_node_zero_cost_paths_build_every_arc_of_the_gold_tree(system):
     """Zero-cost computations end in the gold tree with its root arcs built
@@ -506,6 +517,7 @@ def test_root_node_zero_cost_paths_build_every_arc_of_the_gold_tree(system):
 
 # --- real sentences ---------------------------------------------------------------
 
+@pytest.mark.exhaustive
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(UD), reason="UD_English-EWT not available")
 def test_static_oracle_and_zero_cost_following_on_english_ewt():

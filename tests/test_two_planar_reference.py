@@ -130,6 +130,7 @@ def compare_all(system, golds_and_states):
     return totals
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("system", [SYSTEM, PLAIN], ids=["regularized", "plain"])
 def test_costs_equal_full_evaluation_on_every_state_of_small_sentences(system):
     states = {n: reachable_states(system, n) for n in range(1, 4)}
@@ -139,6 +140,7 @@ def test_costs_equal_full_evaluation_on_every_state_of_small_sentences(system):
     assert with_cycles > 30
 
 
+@pytest.mark.exhaustive
 def test_costs_equal_full_evaluation_on_sampled_states_of_larger_sentences():
     rng = random.Random(21)
     golds = [random_tree(n, rng, single_root=bool(i % 2)) for n in (4, 5, 6, 8, 10, 14) for i in range(4)]
@@ -164,6 +166,7 @@ def follow_with_errors(system, gold, rng, explore):
     return states
 
 
+@pytest.mark.exhaustive
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(UD), reason="UD_English-EWT not available")
 def test_costs_equal_full_evaluation_on_english_ewt():

@@ -29,17 +29,31 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator, Sequence, TextIO, cast
 
 from ..errors import KgparserError
-from .conllu import (ConlluError, Sentence, SentenceList, SkippedBlock, TokenError, iter_sentences, opened_text,
-                     sentences_from_tokens)
+from .conllu import (
+    ConlluError,
+    Sentence,
+    SentenceList,
+    SkippedBlock,
+    TokenError,
+    iter_sentences,
+    opened_text,
+    sentences_from_tokens,
+)
 from .plaintext import tokenized_sentences
 
 INPUT_FORMATS = ("conllu", "text", "raw")
 
 #: what tokenizes raw text: an open text stream and its name for messages in, sentences out
 RawTokenizer = Callable[[IO[str], str], Iterator[Sentence]]
+#: a file to read: a path, ``-`` for standard input
+FilePath = str | os.PathLike[str]
+#: a sentence given as a list of forms or of ``(form, upos)`` pairs (:func:`~kgparser.io.conllu.sentences_from_tokens`)
+TokenList = Sequence[str] | Sequence[tuple[str, str]]
+#: what :class:`Input` reads: a file, raw text (a str), lines of text, or Sentences and token lists
+InputData = FilePath | Iterable[str] | Iterable[Sentence | TokenList]
 
 
 def check_input_format(input_format: str) -> str:
@@ -55,14 +69,14 @@ class Input:
     formats but ``raw`` (where a str is the text itself).  ``raw``: the raw-text
     tokenizer, needed for ``raw`` input."""
 
-    def __init__(self, data, input_format: str = "conllu", *, lenient: bool = False, keep_skipped: bool = False,
-                 raw: RawTokenizer | None = None):
+    def __init__(self, data: InputData, input_format: str = "conllu", *, lenient: bool = False,
+                 keep_skipped: bool = False, raw: RawTokenizer | None = None):
         self.data, self.input_format = data, check_input_format(input_format)
         self.lenient, self.keep_skipped = lenient or keep_skipped, keep_skipped
         self.raw = raw
         self.is_file = isinstance(data, os.PathLike) or (isinstance(data, str) and input_format != "raw")
         self.skipped: list[ConlluError] = []
-        self.size = _file_size(data) if self.is_file else None
+        self.size = _file_size(cast(FilePath, data)) if self.is_file else None
         self._handle: IO[str] | None = None
 
     def items(self) -> Iterator[Sentence | SkippedBlock]:
@@ -70,7 +84,8 @@ class Input:
         if not self.is_file:
             yield from self._in_memory()
             return
-        with opened_text(self.data) as (handle, name):
+        # a file: an os.PathLike or a str (opened_text takes any os.PathLike, though it says str | Path)
+        with opened_text(cast(str | Path, self.data)) as (handle, name):
             self._handle = handle
             yield from self._read(handle, name)
 
@@ -89,7 +104,7 @@ class Input:
                                     f"got {type(self.data).__name__}")
             yield from self._raw_tokenizer()(io.StringIO(self.data), "<text>")
         elif self.input_format == "text":
-            yield from tokenized_sentences(self.data, "<text>")
+            yield from tokenized_sentences(cast(Iterable[str], self.data), "<text>")  # lines, in this format
         else:
             yield from _given_sentences(self.data)
 
@@ -109,28 +124,30 @@ class Input:
     def _skipped_since(self, seen: int) -> Iterator[SkippedBlock]:
         if self.keep_skipped:
             for error in self.skipped[seen:]:
-                yield SkippedBlock(error.lines)
+                yield SkippedBlock(cast(list[str], error.lines))  # a skipped sentence's error has its lines
 
     def done_share(self) -> float | None:
         """The share of the file read so far (of its bytes on disk, compressed
         for ``.gz``), or None when its size is unknown."""
         if not self.size or self._handle is None:
             return None
-        buffer = self._handle.buffer
-        raw = getattr(buffer, "fileobj", buffer)  # a .gz file's compressed bytes
+        buffer = cast(TextIO, self._handle).buffer  # opened_text's handle is a text wrapper (it says IO[str])
+        raw: IO[bytes] = getattr(buffer, "fileobj", buffer)  # a .gz file's compressed bytes
         try:
             return raw.tell() / self.size
         except (OSError, ValueError):
             return None
 
 
-def read(data, input_format: str = "conllu", *, lenient: bool = False, raw: RawTokenizer | None = None) -> SentenceList:
+def read(data: InputData, input_format: str = "conllu", *, lenient: bool = False,
+         raw: RawTokenizer | None = None) -> SentenceList:
     """All the sentences of ``data`` (see :class:`Input`), with the ones a lenient read skipped."""
     source = Input(data, input_format, lenient=lenient, raw=raw)
-    return SentenceList(source.items(), source.skipped)
+    # without ``keep_skipped`` the items are Sentences only
+    return SentenceList(cast(Iterator[Sentence], source.items()), source.skipped)
 
 
-def _given_sentences(data) -> Iterator[Sentence]:
+def _given_sentences(data: object) -> Iterator[Sentence]:
     """Copies of given Sentences, or sentences of token lists, numbered from 1 in messages."""
     if not isinstance(data, Iterable):
         raise TokenError(f"expected a CoNLL-U path, Sentences or lists of tokens, got {type(data).__name__}")
@@ -138,7 +155,7 @@ def _given_sentences(data) -> Iterator[Sentence]:
         yield item.copy() if isinstance(item, Sentence) else sentences_from_tokens([item], start=number)[0]
 
 
-def _file_size(path: str | Path) -> int | None:
+def _file_size(path: FilePath) -> int | None:
     if str(path) == "-":
         return None
     try:

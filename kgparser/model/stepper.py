@@ -20,12 +20,16 @@ actions it may take (the system's legal actions, or those a constraint allows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import torch
 
+from ..transitions.base import State, TransitionSystem
 from .features import flat_rows, state_rows
 from .inputs import Batch
+
+if TYPE_CHECKING:
+    from . import Model
 
 __all__ = ["Chooser", "Encoded", "Step", "Stepper"]
 
@@ -54,10 +58,32 @@ class Step:
     rows: list[int] = field(default_factory=list)
 
 
+class SentenceLike(Protocol):
+    """What the stepper reads of a sentence (a :class:`~kgparser.io.conllu.Sentence`):
+    its number of words."""
+
+    @property
+    def n(self) -> int: ...
+
+
+class Owner(Protocol):
+    """What owns a state (:class:`Stepper`): the model's system, or a constrained
+    one (:class:`~kgparser.constraints.system.ConstrainedSystem`), over the
+    states of the model's system."""
+
+    def initial_state(self, n: int) -> State: ...
+
+    def apply(self, state: State, action: str, label: str | None = None) -> None: ...
+
+
+#: the actions a state may take (the system's legal actions, or those a constraint allows)
+Allowed = Callable[[State], list[str]]
+
+
 class Chooser(Protocol):
     """What a :class:`Stepper`'s caller decides."""
 
-    def consider(self, step: Step, i: int, state, legal: list[str]) -> None:
+    def consider(self, step: Step, i: int, state: State, legal: list[str]) -> None:
         """State ``i`` has a choice among ``legal`` and is scored this step (its
         rows are in ``step.rows``); note what :meth:`decide` will need."""
 
@@ -66,7 +92,7 @@ class Chooser(Protocol):
         :meth:`Stepper.apply`), given the MLP call's ``rows`` (``[rows, slots]``
         of :meth:`~kgparser.model.network.Network.project`) and its hidden layer."""
 
-    def stuck(self, i: int, state) -> None:
+    def stuck(self, i: int, state: State) -> None:
         """State ``i`` is not final and may take no action: raise, or restart it."""
 
     def restarts(self, i: int) -> bool:
@@ -80,8 +106,8 @@ class Stepper:
     it uses (default the model's); ``allowed``: per sentence, ``state -> the
     actions it may take`` (default the system's legal actions)."""
 
-    def __init__(self, model, sentences: Sequence, owners: list | None = None,
-                 allowed: list[Callable] | None = None):
+    def __init__(self, model: Model, sentences: Sequence[SentenceLike], owners: list[Owner] | None = None,
+                 allowed: list[Allowed] | None = None):
         system = model.system
         self.model, self.system, self.sentences = model, system, sentences
         self.owners = owners or [system] * len(sentences)
@@ -95,7 +121,7 @@ class Stepper:
         is_final = self.system.is_final
         return [i for i, state in enumerate(self.states) if not is_final(state)]
 
-    def run(self, chooser: Chooser, encoded: Encoded) -> list:
+    def run(self, chooser: Chooser, encoded: Encoded) -> list[State]:
         """Advance every state to its end, scoring with the projections of
         ``encoded`` (without gradients); returns the final states."""
         is_final, states = self.system.is_final, self.states
@@ -140,7 +166,8 @@ class Stepper:
         self.states[i] = system.initial_state(self.sentences[i].n)
 
 
-def _initial_states(system, sentences: Sequence, owners: list) -> list:
+def _initial_states(system: TransitionSystem[Any], sentences: Sequence[SentenceLike],
+                    owners: list[Owner]) -> list[State]:
     """The initial state of each sentence from its owner; where constrained
     systems own some, the unconstrained sentences get states of the same class
     when the system can make them (``unconstrained_state``), which keeps the

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+from typing import Any, Callable, TypeVar
 
 from ..errors import KgparserError
 from .base import State, TransitionSystem
@@ -27,14 +28,18 @@ class UnknownSystemError(KgparserError, ValueError):
     """A transition-system name that is not registered."""
 
 
-_REGISTRY: dict[str, type[TransitionSystem]] = {}
+#: a system of any state class (the registry holds systems of different state classes)
+AnySystem = TransitionSystem[Any]
+_SystemClass = TypeVar("_SystemClass", bound=type[AnySystem])
+
+_REGISTRY: dict[str, type[AnySystem]] = {}
 _discovered = False
 
 
-def register(name: str):
+def register(name: str) -> Callable[[_SystemClass], _SystemClass]:
     """Class decorator: make a :class:`TransitionSystem` available as ``name``."""
 
-    def decorate(cls: type[TransitionSystem]) -> type[TransitionSystem]:
+    def decorate(cls: _SystemClass) -> _SystemClass:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"transition system {name!r} is registered twice")
         cls.name = name
@@ -60,7 +65,7 @@ def system_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def system_class(name: str) -> type[TransitionSystem]:
+def system_class(name: str) -> type[AnySystem]:
     """The class registered as ``name``; unknown names get a did-you-mean error."""
     _discover()
     try:
@@ -73,6 +78,6 @@ def system_class(name: str) -> type[TransitionSystem]:
         ) from None
 
 
-def get_system(name: str, **options) -> TransitionSystem:
+def get_system(name: str, **options: object) -> AnySystem:
     """A new instance of the system registered as ``name``, with its options."""
     return system_class(name)(**options)

@@ -51,7 +51,7 @@ def gold_weights(unit_rows: list[list[int]], gold: np.ndarray) -> np.ndarray:
     size = max(len(row) for row in unit_rows)
     pad = len(gold) - 1
     units = np.array([row + [pad] * (size - len(row)) for row in unit_rows], dtype=np.int64)
-    weights = (gold[units][:, None, :] == units[:, :, None]).astype(np.float64)
+    weights: np.ndarray = (gold[units][:, None, :] == units[:, :, None]).astype(np.float64)
     weights[:, :, 0] = NEG
     return weights
 
@@ -87,7 +87,7 @@ class _Charts:
         self.tainted = self.below_top & (position > 0)  # non-trivial left half of a stack word below the top
         self.cr_by_end_as_dep[:, :, 0] = np.where((position[None] >= 1) & (position[None] < top[:, 0]), NEG, 0.0)
 
-    def copy_word_spans(self, words: "WordChart", first_word: int, starts: list[int]) -> None:
+    def copy_word_spans(self, words: WordChart, first_word: int, starts: list[int]) -> None:
         """Fill in the spans of sequence ``c`` that start at or after position
         ``starts[c]``, where the words ``first_word, first_word + 1, ...`` lie."""
         size = self.size

@@ -87,6 +87,15 @@ reachable state of small sentences, and against the cubic chart of
 """
 from __future__ import annotations
 
+from typing import Generator
+
+#: a state of the recursion, ``(i, x, p)``: stack ``a0..ai x``, buffer ``c(p)..``
+Move = tuple[int, int, int]
+#: the moves of one state: yields the states it needs, is sent their counts, returns its best
+Moves = Generator[Move, int, int]
+#: a state being computed: its memo level and key, the count of the words it skipped, its moves
+Frame = tuple[dict[tuple[int, int], int], tuple[int, int], int, Moves]
+
 
 class ProjectiveReduction:
     """Most gold arcs still derivable from one configuration (critical part:
@@ -101,7 +110,7 @@ class ProjectiveReduction:
         self.gold, self.stack, self.critical = gold, stack, critical
         self.settled = settled  # buffer words outside ``critical``, all given their gold heads
         self.k, self.m = len(stack) - 1, len(critical)
-        self.level = {word: l for l, word in enumerate(stack)}
+        self.level = {word: lvl for lvl, word in enumerate(stack)}
         self.place = {word: t for t, word in enumerate(critical)}
         self._count_chain_arcs()
         self._relate_buffer_to_stack()
@@ -137,10 +146,10 @@ class ProjectiveReduction:
             if head_level is not None:
                 lowest[t] = head_level
                 kid_span[gold[word]] = (kid_span.get(gold[word], (t, t))[0], t)
-        for l, word in enumerate(self.stack):
-            t = self.place.get(gold[word])
-            if t is not None and l < lowest[t]:
-                lowest[t] = l
+        for lvl, word in enumerate(self.stack):
+            head_place = self.place.get(gold[word])
+            if head_place is not None and lvl < lowest[head_place]:
+                lowest[head_place] = lvl
         next_kid = [m] * (m + 1)
         for t in range(m - 1, -1, -1):
             next_kid[t] = t if gold[self.critical[t]] in level else next_kid[t + 1]
@@ -167,12 +176,13 @@ class ProjectiveReduction:
         ``al`` (``None`` if there is none): the kappa of section 6."""
         gold, level = self.gold, self.level
         below: list[int | None] = [None] * (self.k + 1)
-        for l, word in enumerate(self.stack):
+        for lvl, word in enumerate(self.stack):
             head_level = level.get(gold[word])
             if head_level is None:
                 continue
-            low, high = min(l, head_level), max(l, head_level)
-            if below[high] is None or low < below[high]:
+            low, high = min(lvl, head_level), max(lvl, head_level)
+            lowest = below[high]
+            if lowest is None or low < lowest:
                 below[high] = low
         self.below = below
 
@@ -212,11 +222,12 @@ class ProjectiveReduction:
         yields the states it needs and returns its best), so its depth,
         linear in ``k + m``, is not bounded by Python's recursion limit."""
         value, pending = self._state(i, x, 0)
-        frames = [] if pending is None else [pending]
+        frames: list[Frame] = [] if pending is None else [pending]
         while frames:
             level, key, skipped, moves = frames[-1]
             try:
-                value, pending = self._state(*moves.send(value))
+                # ``value`` is None only right after ``pending`` was pushed: ``send(None)`` starts a generator
+                value, pending = self._state(*moves.send(value))  # type: ignore[arg-type]
             except StopIteration as done:
                 level[key] = done.value
                 frames.pop()
@@ -225,9 +236,10 @@ class ProjectiveReduction:
             if pending is not None:
                 frames.append(pending)
                 value = None  # primes the new generator
-        return value
+        # an int: the count of the last frame done, or the one known at once (no frame)
+        return value  # type: ignore[return-value]
 
-    def _state(self, i: int, x: int, p: int):
+    def _state(self, i: int, x: int, p: int) -> tuple[int, None] | tuple[None, Frame]:
         """The state of stack ``a0..ai x`` and buffer ``c(p)..``: the words
         before the first one related to ``x`` or ``a0..ai`` are built into that
         word's subtree with their chain arcs, and the state is memoised under
@@ -255,7 +267,7 @@ class ProjectiveReduction:
         moves = self._stack_top_moves(i, x, first, kid) if t is None else self._critical_top_moves(i, x, t, first)
         return None, (level, (x, first), skipped, moves)
 
-    def _stack_top_moves(self, i: int, x: int, p: int, kid: int) -> int:
+    def _stack_top_moves(self, i: int, x: int, p: int, kid: int) -> Moves:
         """The best move when the top ``x`` is a stack word; ``kid`` is the place
         of its first gold dependent from ``p`` on (``m`` if none)."""
         gold, m, chained = self.gold, self.m, self.chained
@@ -275,7 +287,7 @@ class ProjectiveReduction:
             best = max(best, chained[head] - chained[p] + 1 + (yield (i, self.critical[head], head + 1)))
         return best
 
-    def _critical_top_moves(self, i: int, x: int, t: int, p: int) -> int:
+    def _critical_top_moves(self, i: int, x: int, t: int, p: int) -> Moves:
         """The best move when the top ``x = c(t)`` is a critical word."""
         gold, chained, critical = self.gold, self.chained, self.critical
         below = self.stack[i]

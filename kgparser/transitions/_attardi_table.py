@@ -98,7 +98,7 @@ class Budget:
 
     __slots__ = ("left",)
 
-    def __init__(self, units: int):
+    def __init__(self, units: float):
         self.left = units
 
     def spend(self, units: int) -> None:
@@ -205,10 +205,12 @@ class FutureLoss:
         return excess
 
 
+#: items ``[h1, h2 h3]`` of one ``h1``: ``(h2, h3) -> excess``
+Pairs = dict[tuple[int, int], int]
 #: ``(items by h1, shared items)``: ``items[h1]`` maps ``(h2, h3) -> excess``
 #: for the items ``[h1, h2 h3]``; an ``h1`` that is not a key has the shared
 #: items (``None`` in cells of stack words), read with ``h1`` for :data:`BASE`
-Cell = tuple[dict, "dict | None"]
+Cell = tuple[dict[int, Pairs], "Pairs | None"]
 
 #: stands for ``h1`` in the shared items of a cell of buffer words
 BASE = -3
@@ -247,7 +249,8 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
     linked = _linked_bases(gold_pos, ell)
     dependents = _gold_dependents(gold_pos)
     owed = _owed(gold_pos, dependents, ell) if m >= CUT_FROM else None
-    table: list[list[Cell | None]] = [[None] * (m + 1) for _ in range(m + 1)]
+    # a cell is read only once computed (by width), so the cells are typed as the filled ones
+    table: list[list[Cell]] = [[None] * (m + 1) for _ in range(m + 1)]  # type: ignore[list-item]
     table[0][1] = ({BOTTOM: {(BOTTOM, 0): 0}}, None)
     for i in range(1, ell):
         table[i][i + 1] = ({i - 1: {(i - 1, i): 0}}, None)
@@ -263,15 +266,15 @@ def _least_excess(gold_pos: list[int], doomed: list[bool], ell: int, bound: int,
     return table[0][m][0].get(BOTTOM, {}).get((BOTTOM, 0))
 
 
-def _combine(table: list[list[Cell | None]], i: int, j: int, ell: int, linked, gold_pos: list[int],
-             doomed: list[bool], bound: int) -> tuple[dict[int, dict], dict | None, int]:
+def _combine(table: list[list[Cell]], i: int, j: int, ell: int, linked: list[list[list[int]]], gold_pos: list[int],
+             doomed: list[bool], bound: int) -> tuple[dict[int, Pairs], Pairs | None, int]:
     """Cell ``T[i][j]`` before pruning (Algorithm 1, lines 7-12), with the work it took.
 
     Split points: ``i + 1``, then every ``k >= ℓ``; ``i + 1 < k < ℓ`` would use
     items that skip the configuration."""
     buffer_only = i >= ell
-    bases: dict[int, dict] = {}
-    shared: dict | None = {} if buffer_only else None
+    bases: dict[int, Pairs] = {}
+    shared: Pairs | None = {} if buffer_only else None
     work = 1
     for k in (i + 1, *range(max(i + 2, ell), j)):
         (left, left_shared), right = table[i][k], table[k][j]
@@ -279,7 +282,9 @@ def _combine(table: list[list[Cell | None]], i: int, j: int, ell: int, linked, g
             continue
         if buffer_only:
             if left_shared:
-                work += _extend_buffer(BASE, left_shared, right, shared, gold_pos, doomed, i, bound)
+                # ``shared`` is a dict in a cell of buffer words (``buffer_only``)
+                work += _extend_buffer(BASE, left_shared, right, shared,  # type: ignore[arg-type]
+                                       gold_pos, doomed, i, bound)
             for h1 in linked[i][j]:
                 pairs = left.get(h1, left_shared)
                 if pairs:
@@ -296,7 +301,7 @@ def _combine(table: list[list[Cell | None]], i: int, j: int, ell: int, linked, g
     return bases, shared, work
 
 
-def _pruned(bases: dict[int, dict], shared: dict | None, i: int, j: int, ell: int, linked,
+def _pruned(bases: dict[int, Pairs], shared: Pairs | None, i: int, j: int, ell: int, linked: list[list[list[int]]],
             gold_pos: list[int], dependents: list[list[int]], owed_here: int, bound: int) -> Cell:
     """Cell ``T[i][j]`` keeping only the items :func:`_within_bound` allows."""
     if i >= ell:
@@ -304,7 +309,8 @@ def _pruned(bases: dict[int, dict], shared: dict | None, i: int, j: int, ell: in
         if owed_here:
             bases = {h1: _within_bound(bases.get(h1, {}), gold_pos, dependents, i, 0, j, owed_here, bound)
                      for h1 in linked[i][j]}
-            shared = _within_bound(shared, gold_pos, dependents, i, 0, j, owed_here, bound)
+            # ``shared`` is a dict in a cell of buffer words (``i >= ell``)
+            shared = _within_bound(shared, gold_pos, dependents, i, 0, j, owed_here, bound)  # type: ignore[arg-type]
         else:
             for h1 in linked[i][j]:
                 bases.setdefault(h1, {})
@@ -343,7 +349,7 @@ def _owed(gold_pos: list[int], dependents: list[list[int]], ell: int) -> list[li
     m = len(gold_pos)
     later = [sum(q > x for q in dependents[x]) for x in range(m)]
     tops = blocked_triples(gold_pos, ell)
-    owed = []
+    owed: list[list[int]] = []
     for i in range(m):
         lo = max(i - 1, 0) if i < ell else i
         row = [0] * (lo + 1)
@@ -361,8 +367,8 @@ def _owed(gold_pos: list[int], dependents: list[list[int]], ell: int) -> list[li
     return owed
 
 
-def _within_bound(pairs: dict, gold_pos: list[int], dependents: list[list[int]], lo: int, below: int,
-                  j: int, owed: int, bound: int) -> dict:
+def _within_bound(pairs: Pairs, gold_pos: list[int], dependents: list[list[int]], lo: int, below: int,
+                  j: int, owed: int, bound: int) -> Pairs:
     """The items ``[h1, h2 h3]`` of a cell ``T[i][j]`` whose excess plus a
     lower bound on the excess still to come is within ``bound``: an item
     outside it is in no final item within it.
@@ -384,7 +390,7 @@ def _within_bound(pairs: dict, gold_pos: list[int], dependents: list[list[int]],
     """
     if not owed:
         return pairs
-    kept = {}
+    kept: Pairs = {}
     for (h2, h3), value in pairs.items():
         if value + owed > bound:
             rest = owed
@@ -426,7 +432,7 @@ def _linked_bases(gold_pos: list[int], ell: int) -> list[list[list[int]]]:
     return linked
 
 
-def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], doomed: list[bool],
+def _extend(h1: int, pairs: Pairs, right: Cell, out: Pairs, gold_pos: list[int], doomed: list[bool],
             bound: int) -> int:
     """PROCESSCELL of Algorithm 1 for one ``h1`` in a cell with stack words:
     concatenate each item ``[h1, h2 h3]`` of ``pairs`` with each
@@ -444,7 +450,7 @@ def _extend(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int], d
     return work
 
 
-def _reduce_after(h2: int, h3: int, v1: int, continuations: dict, out: dict, gold_pos: list[int],
+def _reduce_after(h2: int, h3: int, v1: int, continuations: Pairs, out: Pairs, gold_pos: list[int],
                   doomed: list[bool], bound: int) -> None:
     """The reductions of :func:`_extend` after one item ``[h1, h2 h3]`` of excess
     ``v1`` and each of its ``continuations`` ``[h3, h4 h5]``, into ``out``: the
@@ -491,7 +497,7 @@ def _reduce_after(h2: int, h3: int, v1: int, continuations: dict, out: dict, gol
                     out[(h4, h5)] = value
 
 
-def _extend_buffer(h1: int, pairs: dict, right: Cell, out: dict, gold_pos: list[int],
+def _extend_buffer(h1: int, pairs: Pairs, right: Cell, out: Pairs, gold_pos: list[int],
                    doomed: list[bool], start: int, bound: int) -> int:
     """:func:`_extend` in a span of buffer words starting at ``start``, where
     an arc is built only if it is gold or hangs a span word from ``h1``, left

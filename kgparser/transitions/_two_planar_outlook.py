@@ -15,7 +15,7 @@ from .base import NO_HEAD
 if TYPE_CHECKING:
     from .two_planar import CanonicalGold, TwoPlanarState
 
-def gold_cycles(now: "Outlook", needed: Sequence[int]) -> list[list[int]]:
+def gold_cycles(now: Outlook, needed: Sequence[int]) -> list[list[int]]:
     """The cycles of ``A ∪ I1 ∪ I2``, each as the dependents of its arcs not
     built yet (tree roots whose gold arc is reachable, ``needed``), found
     by following :meth:`Outlook.target` from each once."""
@@ -34,7 +34,7 @@ def gold_cycles(now: "Outlook", needed: Sequence[int]) -> list[list[int]]:
     return cycles
 
 
-def covered_words(inside: tuple[list[int], list[int]], stacks, b: int) -> int:
+def covered_words(inside: tuple[list[int], list[int]], stacks: tuple[list[int], list[int]], b: int) -> int:
     """Words strictly inside some arc of their plane (``inside[p]``: a
     difference array of arc interiors) that are on that plane's stack or not
     shifted yet: the reduces of the lazy computation."""
@@ -63,7 +63,7 @@ def lazy_switches(work: dict[int, set[int]], active: int) -> int:
     return switches
 
 
-def unreachable_change(now: "Outlook", arcs: Sequence[int]) -> int:
+def unreachable_change(now: Outlook, arcs: Sequence[int]) -> int:
     """Loss change of an action that builds nothing and makes the gold arcs
     into ``arcs`` (dependents) unreachable unless built, and nothing else
     (trees stay as they are): each one still reachable now is lost, and the
@@ -73,7 +73,7 @@ def unreachable_change(now: "Outlook", arcs: Sequence[int]) -> int:
     return len(gone) - now.cycles_through(gone)
 
 
-def arc_change(now: "Outlook", after: "Outlook", dep: int, top: int) -> int:
+def arc_change(now: Outlook, after: Outlook, dep: int, top: int) -> int:
     """Loss change of building the arc into the headless ``dep`` (``after``)
     whose head's tree has root ``top``.  Only ``dep``'s own arc changes its
     status (built right, or lost), and only ``top`` can now have its gold

@@ -62,8 +62,19 @@ from bisect import bisect_left
 from typing import Sequence
 
 from . import register
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, RootPositionOption, State, TieBreakingOracle, TransitionSystem,
-                   tie_break_option, tie_break_value)
+from .base import (
+    NO_HEAD,
+    ROOT,
+    TIE_BREAK_NONE,
+    RootPositionOption,
+    State,
+    StateKey,
+    TieBreak,
+    TieBreakingOracle,
+    TransitionSystem,
+    tie_break_option,
+    tie_break_value,
+)
 from .trees import children, is_projective
 
 SHIFT, LEFT, RIGHT, REDUCE = "shift", "left", "right", "reduce"
@@ -82,28 +93,28 @@ class ArcEagerState(State):
         self.b = 1
         self.popped = bytearray(n + 1)
 
-    def copy(self) -> "ArcEagerState":
+    def copy(self) -> ArcEagerState:
         new = self._copy_arcs_to(object.__new__(ArcEagerState))
         new.stack = self.stack[:]
         new.b = self.b
         new.popped = self.popped[:]
         return new
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
 
 @register("arc-eager")
-class ArcEager(RootPositionOption, TransitionSystem):
+class ArcEager(RootPositionOption, TransitionSystem[ArcEagerState]):
     actions = (SHIFT, LEFT, RIGHT, REDUCE)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "b1")
 
-    def __init__(self, root: str = "first", tie_break=TIE_BREAK_NONE):
+    def __init__(self, root: str = "first", tie_break: object = TIE_BREAK_NONE):
         super().__init__(root)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break, shortest=self.root_first)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"root": self.root, "tie_break": tie_break_value(self.tie_break)}
 
     def initial_state(self, n: int) -> ArcEagerState:
@@ -190,10 +201,10 @@ class ArcEager(RootPositionOption, TransitionSystem):
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_projective(gold_heads)
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "ArcEagerStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> ArcEagerStaticOracle:
         return ArcEagerStaticOracle(self, gold_heads)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcEagerDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> ArcEagerDynamicOracle:
         return ArcEagerDynamicOracle(self, gold_heads, tie_break=self.tie_break)
 
 
@@ -231,7 +242,7 @@ class ArcEagerStaticOracle(_GoldTree):
         return SHIFT
 
 
-class ArcEagerDynamicOracle(TieBreakingOracle, _GoldTree):
+class ArcEagerDynamicOracle(TieBreakingOracle[ArcEagerState], _GoldTree):
     """Goldberg & Nivre (2012), section 3.3 / (2013), table 1: the cost of an
     action is the number of gold arcs it makes unreachable.
 
@@ -250,7 +261,9 @@ class ArcEagerDynamicOracle(TieBreakingOracle, _GoldTree):
     the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
 
-    def __init__(self, system: ArcEager, gold_heads: Sequence[int], tie_break=TIE_BREAK_NONE):
+    system: ArcEager
+
+    def __init__(self, system: ArcEager, gold_heads: Sequence[int], tie_break: TieBreak = TIE_BREAK_NONE):
         super().__init__(system, gold_heads)
         self.tie_break = tie_break
 

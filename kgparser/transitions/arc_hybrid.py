@@ -97,10 +97,10 @@ class ArcHybrid(RootPositionOption, StackBufferSystem):
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_projective(gold_heads)
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "ArcHybridStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> ArcHybridStaticOracle:
         return ArcHybridStaticOracle(self, gold_heads)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcHybridDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> ArcHybridDynamicOracle:
         return ArcHybridDynamicOracle(gold_heads, root_first=self.root_first)
 
 

@@ -52,8 +52,19 @@ from typing import Sequence
 
 from ..errors import KgparserError
 from . import register
-from .base import (NO_HEAD, ROOT, TIE_BREAK_NONE, State, TieBreakingOracle, TransitionSystem, stack_top,
-                   tie_break_option, tie_break_value)
+from .base import (
+    NO_HEAD,
+    ROOT,
+    TIE_BREAK_NONE,
+    State,
+    StateKey,
+    TieBreak,
+    TieBreakingOracle,
+    TransitionSystem,
+    stack_top,
+    tie_break_option,
+    tie_break_value,
+)
 from .trees import children, has_all_dependents, projective_order
 
 SHIFT, LEFT, RIGHT, SWAP = "shift", "left", "right", "swap"
@@ -71,14 +82,14 @@ class ArcHybridSwapState(State):
         self.buffer = list(range(n, 0, -1))
         self.swaps = 0
 
-    def copy(self) -> "ArcHybridSwapState":
+    def copy(self) -> ArcHybridSwapState:
         new = self._copy_arcs_to(object.__new__(ArcHybridSwapState))
         new.stack = self.stack[:]
         new.buffer = self.buffer[:]
         new.swaps = self.swaps
         return new
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         return (tuple(self.stack), tuple(self.buffer), self.swaps, tuple(self.heads), tuple(self.labels))
 
 
@@ -87,7 +98,7 @@ class ArcHybridSwapOptionError(KgparserError, ValueError):
 
 
 @register("arc-hybrid-swap")
-class ArcHybridSwap(TransitionSystem):
+class ArcHybridSwap(TransitionSystem[ArcHybridSwapState]):
     """Options: ``lazy_swap`` (default ``False``: the eager swap of Nivre
     (2009), which is what de Lhoneux et al. (2017) and their UUParser use:
     swap whenever ``s0`` follows ``b0`` in the projective order; ``True``:
@@ -106,9 +117,10 @@ class ArcHybridSwap(TransitionSystem):
     static_actions = frozenset({SWAP})
 
     def __init__(self, lazy_swap: bool = False, max_swaps_per_word: float | None = None,
-                 tie_break=TIE_BREAK_NONE):
+                 tie_break: object = TIE_BREAK_NONE):
         if not isinstance(lazy_swap, bool):
-            raise ArcHybridSwapOptionError(f"arc-hybrid-swap: option lazy_swap must be true or false, got {lazy_swap!r}")
+            raise ArcHybridSwapOptionError(
+                f"arc-hybrid-swap: option lazy_swap must be true or false, got {lazy_swap!r}")
         if max_swaps_per_word is not None and (
             isinstance(max_swaps_per_word, bool)
             or not isinstance(max_swaps_per_word, (int, float))
@@ -124,7 +136,7 @@ class ArcHybridSwap(TransitionSystem):
             self.name, self.actions, tie_break, shortest=False,
             why_not_shortest="its static-dynamic oracle has no remaining-length computation")
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"lazy_swap": self.lazy_swap, "max_swaps_per_word": self.max_swaps_per_word,
                 "tie_break": tie_break_value(self.tie_break)}
 
@@ -203,10 +215,10 @@ class ArcHybridSwap(TransitionSystem):
             unbounded.apply(state, oracle.next_action(state))
         return state.swaps
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "ArcHybridSwapStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> ArcHybridSwapStaticOracle:
         return ArcHybridSwapStaticOracle(self, gold_heads)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcHybridSwapStaticDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> ArcHybridSwapStaticDynamicOracle:
         return ArcHybridSwapStaticDynamicOracle(self, gold_heads, tie_break=self.tie_break)
 
 
@@ -300,7 +312,7 @@ class ArcHybridSwapStaticOracle:
         return SHIFT if buffer else RIGHT
 
 
-class ArcHybridSwapStaticDynamicOracle(TieBreakingOracle):
+class ArcHybridSwapStaticDynamicOracle(TieBreakingOracle[ArcHybridSwapState]):
     """The static-dynamic oracle of de Lhoneux, Stymne & Nivre (2017), section 4.
 
     Swap is decided by the static oracle: where it swaps, swap costs 0 and the
@@ -324,7 +336,9 @@ class ArcHybridSwapStaticDynamicOracle(TieBreakingOracle):
     the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
 
-    def __init__(self, system: ArcHybridSwap, gold_heads: Sequence[int], tie_break=TIE_BREAK_NONE):
+    system: ArcHybridSwap
+
+    def __init__(self, system: ArcHybridSwap, gold_heads: Sequence[int], tie_break: TieBreak = TIE_BREAK_NONE):
         self.system = system
         self.tie_break = tie_break
         self.static = ArcHybridSwapStaticOracle(system, gold_heads)

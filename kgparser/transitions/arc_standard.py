@@ -85,7 +85,7 @@ class ArcStandard(StackBufferSystem):
                 f"arc-standard option 'work_limit' must be a non-negative integer, got {work_limit!r}")
         self.work_limit = work_limit
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"work_limit": self.work_limit}
 
     def legal_actions(self, state: StackBufferState) -> list[str]:
@@ -124,10 +124,10 @@ class ArcStandard(StackBufferSystem):
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_projective(gold_heads)
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "ArcStandardStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> ArcStandardStaticOracle:
         return ArcStandardStaticOracle(gold_heads)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "ArcStandardDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> ArcStandardDynamicOracle:
         return ArcStandardDynamicOracle(gold_heads, work_limit=self.work_limit)
 
 

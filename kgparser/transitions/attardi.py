@@ -53,8 +53,20 @@ from typing import Sequence
 from ..errors import KgparserError
 from . import register
 from ._attardi_table import Budget, BufferReduction, FutureLoss, OverBudget
-from .base import (LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, StackBufferState, StackBufferSystem,
-                   TieBreakingOracle, lost_words_option, stack_top, tie_break_option, tie_break_value)
+from .base import (
+    LOST_WORDS_FREE,
+    NO_HEAD,
+    ROOT,
+    TIE_BREAK_NONE,
+    StackBufferState,
+    StackBufferSystem,
+    TieBreak,
+    TieBreakingOracle,
+    lost_words_option,
+    stack_top,
+    tie_break_option,
+    tie_break_value,
+)
 from .trees import children
 
 SHIFT, LEFT, RIGHT, LEFT2, RIGHT2 = "shift", "left", "right", "left2", "right2"
@@ -81,7 +93,8 @@ class Attardi(StackBufferSystem):
     arc_actions = frozenset({LEFT, RIGHT, LEFT2, RIGHT2})
     feature_names = ("s0", "s1", "s2", "s3", "b0")
 
-    def __init__(self, work_limit: int = WORK_LIMIT, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE):
+    def __init__(self, work_limit: int = WORK_LIMIT, tie_break: object = TIE_BREAK_NONE,
+                 lost_words: str = LOST_WORDS_FREE):
         if isinstance(work_limit, bool) or not isinstance(work_limit, int) or work_limit < 0:
             raise AttardiOptionError(
                 f"attardi option 'work_limit' must be a non-negative integer, got {work_limit!r}")
@@ -89,7 +102,7 @@ class Attardi(StackBufferSystem):
         self.tie_break = tie_break_option(self.name, self.actions, tie_break, shortest=False)
         self.lost_words = lost_words_option(self.name, lost_words)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"work_limit": self.work_limit, "tie_break": tie_break_value(self.tie_break),
                 "lost_words": self.lost_words}
 
@@ -126,10 +139,10 @@ class Attardi(StackBufferSystem):
         brute-force coverage in the tests).  O(n)."""
         return _eager_derivation_succeeds(gold_heads)
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "AttardiStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> AttardiStaticOracle:
         return AttardiStaticOracle(gold_heads)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "AttardiDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> AttardiDynamicOracle:
         return AttardiDynamicOracle(gold_heads, self.work_limit, system=self, tie_break=self.tie_break)
 
 
@@ -160,7 +173,7 @@ def _arc(stack: list[int], action: str) -> tuple[int, int]:
     raise ValueError(f"{action!r} builds no arc")
 
 
-def _eager_action(stack: list[int], gold: Sequence[int], missing: Sequence[int]) -> str | None:
+def _eager_action(stack: list[int], gold: Sequence[int], missing: Sequence[int] | _MissingDependents) -> str | None:
     """The arc the eager static oracle builds now, or ``None`` (then shift).
 
     Cohen et al. (2012), as used by Gómez-Rodríguez et al. (2014, section
@@ -251,7 +264,7 @@ class _MissingDependents:
 
     __slots__ = ("kids", "heads")
 
-    def __init__(self, kids, heads):
+    def __init__(self, kids: Sequence[Sequence[int]], heads: Sequence[int]):
         self.kids, self.heads = kids, heads
 
     def __getitem__(self, word: int) -> int:
@@ -259,7 +272,7 @@ class _MissingDependents:
         return sum(1 for k in self.kids[word] if heads[k] != word)
 
 
-class AttardiDynamicOracle(TieBreakingOracle):
+class AttardiDynamicOracle(TieBreakingOracle[StackBufferState]):
     """Costs by the two stages of Gómez-Rodríguez et al. (2014), section 5.
 
     For each legal action ``τ`` the loss of ``τ(c)`` is the wrong arcs already
@@ -302,7 +315,7 @@ class AttardiDynamicOracle(TieBreakingOracle):
     """
 
     def __init__(self, gold_heads: Sequence[int], work_limit: int = WORK_LIMIT, *,
-                 system: "Attardi | None" = None, tie_break=TIE_BREAK_NONE):
+                 system: Attardi | None = None, tie_break: TieBreak = TIE_BREAK_NONE):
         self.system = system or Attardi(work_limit)
         self.tie_break = tie_break
         self.gold = list(gold_heads)

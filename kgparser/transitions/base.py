@@ -18,7 +18,7 @@ Conventions (the public contract of ``docs/transition-contract.md``):
 """
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, Sequence
+from typing import ClassVar, Collection, Generic, Hashable, Protocol, Sequence, TypeVar
 
 from ..errors import KgparserError
 
@@ -27,6 +27,13 @@ NO_HEAD = -1
 #: where a system with a ``root`` option keeps the artificial root: at the bottom of
 #: the stack (``"first"``) or after the last word of the buffer (``"end"``)
 ROOT_POSITIONS = ("first", "end")
+
+#: the value of :meth:`State.key`: hashable, and equal exactly for equal states
+StateKey = tuple[Hashable, ...]
+#: a state class, for the systems, oracles and helpers written for any of them
+StateT = TypeVar("StateT", bound="State")
+#: the state class an oracle reads (it takes the states of its system, or of a superclass)
+StateT_contra = TypeVar("StateT_contra", bound="State", contravariant=True)
 
 
 class State:
@@ -60,18 +67,18 @@ class State:
         if dep > self.rightmost[head]:
             self.rightmost[head] = dep
 
-    def _copy_arcs_to(self, other: "State") -> "State":
+    def _copy_arcs_to(self, other: StateT) -> StateT:
         other.heads = self.heads[:]
         other.labels = self.labels[:]
         other.leftmost = self.leftmost[:]
         other.rightmost = self.rightmost[:]
         return other
 
-    def copy(self) -> "State":
+    def copy(self: StateT) -> StateT:
         """An independent copy (subclasses copy their own structures too)."""
         return self._copy_arcs_to(object.__new__(type(self)))
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         """A hashable value that fully determines the state."""
         return (tuple(self.heads), tuple(self.labels))
 
@@ -88,13 +95,13 @@ class StackBufferState(State):
         self.stack = [ROOT]
         self.b = 1
 
-    def copy(self) -> "StackBufferState":
+    def copy(self) -> StackBufferState:
         new = self._copy_arcs_to(object.__new__(type(self)))
         new.stack = self.stack[:]
         new.b = self.b
         return new
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         return (tuple(self.stack), self.b, tuple(self.heads), tuple(self.labels))
 
     def b0(self) -> int:
@@ -121,21 +128,21 @@ def hamming_loss(heads: Sequence[int], gold_heads: Sequence[int]) -> int:
     )
 
 
-class StaticOracle(Protocol):
-    def next_action(self, state: State) -> str: ...
+class StaticOracle(Protocol[StateT_contra]):
+    def next_action(self, state: StateT_contra) -> str: ...
 
 
-class DynamicOracle(Protocol):
+class DynamicOracle(Protocol[StateT_contra]):
     """``costs(state)``: the cost of every legal action.  An oracle that bounds
     its work per call and answers some calls approximately (Attardi's
     ``work_limit``) counts those calls in an int attribute ``fallbacks``,
     which training reports per epoch."""
 
-    def costs(self, state: State) -> dict[str, int]: ...
+    def costs(self, state: StateT_contra) -> dict[str, int]: ...
 
 
-class TransitionSystem:
-    """Base class of every transition system.
+class TransitionSystem(Generic[StateT]):
+    """Base class of every transition system, over states of class ``StateT``.
 
     Subclasses set the class attributes and implement the methods that raise
     ``NotImplementedError``; options are keyword arguments of ``__init__``.
@@ -152,24 +159,24 @@ class TransitionSystem:
     #: actions decided by the static oracle even in dynamic training, and never explored
     static_actions: ClassVar[frozenset[str]] = frozenset()
 
-    def initial_state(self, n: int) -> State:
+    def initial_state(self, n: int) -> StateT:
         raise NotImplementedError
 
-    def legal_actions(self, state: State) -> list[str]:
+    def legal_actions(self, state: StateT) -> list[str]:
         raise NotImplementedError
 
-    def apply(self, state: State, action: str, label: str | None = None) -> None:
+    def apply(self, state: StateT, action: str, label: str | None = None) -> None:
         """Perform ``action`` on ``state`` in place; arc actions record ``label``."""
         raise NotImplementedError
 
-    def is_final(self, state: State) -> bool:
+    def is_final(self, state: StateT) -> bool:
         raise NotImplementedError
 
-    def arc_of(self, state: State, action: str) -> tuple[int, int]:
+    def arc_of(self, state: StateT, action: str) -> tuple[int, int]:
         """The arc ``(head, dependent)`` that arc action ``action`` would add."""
         raise NotImplementedError
 
-    def features(self, state: State) -> list[int]:
+    def features(self, state: StateT) -> list[int]:
         """Word index at each of :attr:`feature_names` (``-1`` where empty)."""
         raise NotImplementedError
 
@@ -177,13 +184,13 @@ class TransitionSystem:
         """Whether the system can derive exactly this tree."""
         raise NotImplementedError
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> StaticOracle:
+    def static_oracle(self, gold_heads: Sequence[int]) -> StaticOracle[StateT]:
         raise NotImplementedError
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> DynamicOracle:
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> DynamicOracle[StateT]:
         raise NotImplementedError
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         """The options this instance was built with (for configs and checkpoints)."""
         return {}
 
@@ -202,7 +209,7 @@ class TransitionSystem:
         probing loop for those that do not)."""
         return type(self).arc_probe is not TransitionSystem.arc_probe
 
-    def arc_probe(self, state: State, head: int, dep: int) -> tuple[list[int], str] | None:
+    def arc_probe(self, state: StateT, head: int, dep: int) -> tuple[list[int], str] | None:
         """Feature positions of a configuration, near ``state`` (a final state), in
         which arc action ``action`` adds ``head -> dep``, as ``(positions, action)``;
         ``None`` where the system cannot say (the default).  The decoder scores these
@@ -215,11 +222,24 @@ class TransitionSystem:
         return f"get_system({self.name!r}{', ' if opts else ''}{opts})"
 
 
+class BufferIndexState(Protocol):
+    """A state whose buffer is the words ``b..n`` (:class:`RootPositionOption`)."""
+
+    @property
+    def b(self) -> int: ...
+
+    @property
+    def heads(self) -> Sequence[int]: ...
+
+
 class RootPositionOption:
     """The ``root`` option of the systems that read words in order from a buffer
     ``b..n`` (``state.b``) and can keep the root either at the bottom of the stack
     (``"first"``) or after word ``n`` as the last buffer item (``"end"``,
     Ballesteros & Nivre 2013, "Going to the roots of dependency parsing")."""
+
+    #: the system's name (a :class:`TransitionSystem` sets it)
+    name: ClassVar[str]
 
     def __init__(self, root: str = "first"):
         if root not in ROOT_POSITIONS:
@@ -227,17 +247,17 @@ class RootPositionOption:
         self.root = root
         self.root_first = root == "first"
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"root": self.root}
 
-    def buffer_front(self, state) -> int:
+    def buffer_front(self, state: BufferIndexState) -> int:
         """``b0``: a word, the root (``0``, root at the end) or ``-1`` (empty)."""
         if state.b < len(state.heads):
             return state.b
         return NO_HEAD if self.root_first else ROOT
 
 
-class StackBufferSystem(TransitionSystem):
+class StackBufferSystem(TransitionSystem[StackBufferState]):
     """Base of the systems over :class:`StackBufferState` that read words in
     order and end with an empty buffer and only the root on the stack
     (arc-standard, arc-hybrid, Attardi)."""
@@ -285,17 +305,21 @@ LOST_WORDS = (LOST_WORDS_FREE, LOST_WORDS_SPARE, LOST_WORDS_ATTACH)
 HEADLESS_ROOT, HEADLESS_WRONG = "root", "wrong"
 
 
+#: a checked ``tie_break`` option (:func:`tie_break_option`): ``"none"``, ``"shortest"`` or actions, best first
+TieBreak = str | tuple[str, ...]
+
+
 class TieBreakError(KgparserError, ValueError):
     """A bad value of a system's ``tie_break`` option."""
 
 
-def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bool = True,
-                     why_not_shortest: str | None = None):
+def tie_break_option(system: str, actions: Sequence[str], value: object, *, shortest: bool = True,
+                     why_not_shortest: str | None = None) -> TieBreak:
     """``value`` checked and normalised: ``"none"``, ``"shortest"`` or a tuple
     of distinct action names of ``system``.  ``shortest=False`` for a system
     whose computations all have the same length, where it would change nothing
     (or, with ``why_not_shortest``, for another reason)."""
-    if value == TIE_BREAK_NONE or (value == TIE_BREAK_SHORTEST and shortest):
+    if isinstance(value, str) and (value == TIE_BREAK_NONE or (value == TIE_BREAK_SHORTEST and shortest)):
         return value
     if value == TIE_BREAK_SHORTEST:
         why = why_not_shortest or (f"every {system} computation on a sentence has the same length, "
@@ -311,7 +335,7 @@ def tie_break_option(system: str, actions: Sequence[str], value, *, shortest: bo
                         f"{', '.join(actions)}, most preferred first; got {value!r}")
 
 
-def lost_words_option(system: str, value) -> str:
+def lost_words_option(system: str, value: str) -> str:
     """``value`` of a system's ``lost_words`` option, checked (:class:`TieBreakingOracle`)."""
     if value not in LOST_WORDS:
         raise TieBreakError(f"{system} option 'lost_words' must be one of {', '.join(LOST_WORDS)}, got {value!r}")
@@ -333,12 +357,12 @@ def headless_option(system: str, value: str, root_node: bool, error: type[Except
     return value
 
 
-def tie_break_value(tie_break) -> str | list[str]:
+def tie_break_value(tie_break: TieBreak) -> str | list[str]:
     """The option as plain data (configs, checkpoints): a string or a list."""
     return list(tie_break) if isinstance(tie_break, tuple) else tie_break
 
 
-def penalize(costs: dict[str, int], disfavoured) -> dict[str, int]:
+def penalize(costs: dict[str, int], disfavoured: Collection[str]) -> dict[str, int]:
     """``costs`` plus 1 on each action in ``disfavoured``, unless every action
     at the least cost is disfavoured (then ``costs`` unchanged): the least
     cost stays the same and at least one action keeps it."""
@@ -354,7 +378,7 @@ def least_cost_actions(costs: dict[str, int]) -> list[str]:
     return [a for a, c in costs.items() if c == least]
 
 
-class TieBreakingOracle:
+class TieBreakingOracle(Generic[StateT]):
     """Mixin of dynamic oracles with the ``tie_break`` option.
 
     Subclasses set ``self.system`` and ``self.tie_break`` (a value of
@@ -368,25 +392,25 @@ class TieBreakingOracle:
     actions still at the least cost, ``"attach"`` disfavours the others when
     one of them is there (``self.gold`` tells which arcs are gold)."""
 
-    system: TransitionSystem
-    tie_break: object = TIE_BREAK_NONE
+    system: TransitionSystem[StateT]
+    tie_break: TieBreak = TIE_BREAK_NONE
     gold: list[int]
 
-    def exact_costs(self, state: State) -> dict[str, int]:
+    def exact_costs(self, state: StateT) -> dict[str, int]:
         """The primary costs: ``loss(after) - loss(before)`` where the paper
         makes them exact."""
         raise NotImplementedError
 
-    def remaining_length(self, state: State) -> int:
+    def remaining_length(self, state: StateT) -> int:
         """The number of transitions of the shortest computation from ``state``
         to a final state of least loss (needed by ``tie_break="shortest"``)."""
         raise NotImplementedError
 
-    def regularized_costs(self, state: State, costs: dict[str, int]) -> dict[str, int]:
+    def regularized_costs(self, state: StateT, costs: dict[str, int]) -> dict[str, int]:
         """``costs`` after the system's own regularization (default: none)."""
         return costs
 
-    def costs(self, state: State) -> dict[str, int]:
+    def costs(self, state: StateT) -> dict[str, int]:
         """The costs training uses: :meth:`exact_costs`, regularized, plus 1
         on the least-cost actions the tie-break, then the ``lost_words`` rule,
         do not prefer."""
@@ -405,7 +429,7 @@ class TieBreakingOracle:
         """The system's ``lost_words`` option (``free`` for systems without it)."""
         return getattr(self.system, "lost_words", LOST_WORDS_FREE)
 
-    def _lost_words_costs(self, state: State, costs: dict[str, int], rule: str) -> dict[str, int]:
+    def _lost_words_costs(self, state: StateT, costs: dict[str, int], rule: str) -> dict[str, int]:
         """``costs`` with the free wrong arcs among the least-cost actions
         disfavoured (``spare``), or the others when there are any (``attach``)."""
         tied = least_cost_actions(costs)
@@ -414,9 +438,9 @@ class TieBreakingOracle:
             return penalize(costs, wrong)
         return penalize(costs, set(tied) - wrong) if wrong else costs
 
-    def wrong_arc_actions(self, state: State, actions: Sequence[str]) -> set[str]:
+    def wrong_arc_actions(self, state: StateT, actions: Sequence[str]) -> set[str]:
         """The arc actions among ``actions`` whose arc is not a gold arc."""
-        wrong = set()
+        wrong: set[str] = set()
         for action in actions:
             if action in self.system.arc_actions:
                 head, dep = self.system.arc_of(state, action)
@@ -424,11 +448,11 @@ class TieBreakingOracle:
                     wrong.add(action)
         return wrong
 
-    def preferred(self, state: State) -> list[str]:
+    def preferred(self, state: StateT) -> list[str]:
         """The actions training takes as correct: those of least :meth:`costs`."""
         return least_cost_actions(self.costs(state))
 
-    def _preferred_among(self, state: State, tied: list[str]) -> list[str]:
+    def _preferred_among(self, state: StateT, tied: list[str]) -> list[str]:
         if self.tie_break == TIE_BREAK_SHORTEST:
             lengths = {a: self.remaining_length(self._successor(state, a)) for a in tied}
             return least_cost_actions(lengths)
@@ -436,7 +460,7 @@ class TieBreakingOracle:
         rank = {a: order.index(a) if a in order else len(order) for a in tied}
         return least_cost_actions(rank)
 
-    def _successor(self, state: State, action: str) -> State:
+    def _successor(self, state: StateT, action: str) -> StateT:
         after = state.copy()
         self.system.apply(after, action)
         return after

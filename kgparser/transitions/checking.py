@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Generic, Iterable, Sequence, cast, overload
 
-from .base import (LOST_WORDS_ATTACH, LOST_WORDS_FREE, TIE_BREAK_NONE, State, TransitionSystem,
-                   least_cost_actions, resolved_heads)
+from .base import (
+    LOST_WORDS_ATTACH,
+    LOST_WORDS_FREE,
+    TIE_BREAK_NONE,
+    DynamicOracle,
+    StateKey,
+    StateT,
+    TieBreakingOracle,
+    TransitionSystem,
+    least_cost_actions,
+    resolved_heads,
+)
+
+#: the actions searched from a state (default: its legal actions)
+Moves = Callable[[StateT], Iterable[str]]
 
 
-class ExactLoss:
+class ExactLoss(Generic[StateT]):
     """Brute-force loss of states of one sentence, memoised across calls.
 
     ``moves(state)`` restricts the computations searched (default: every legal
@@ -26,15 +39,17 @@ class ExactLoss:
     (:meth:`~.base.TransitionSystem.final_loss`; e.g. by a loss relative to
     2-Planar's canonical planes)."""
 
-    def __init__(self, system: TransitionSystem, gold_heads: Sequence[int], moves=None, final_loss=None):
+    def __init__(self, system: TransitionSystem[StateT], gold_heads: Sequence[int],
+                 moves: Moves[StateT] | None = None, final_loss: Callable[[StateT], int] | None = None):
         self.system = system
         self.gold = list(gold_heads)
-        self.moves = moves or system.legal_actions
-        self.final_loss = final_loss or (lambda state: system.final_loss(state.heads, self.gold))
-        self._memo: dict = {}
-        self._best: dict = {}
+        self.moves: Moves[StateT] = moves or system.legal_actions
+        self.final_loss: Callable[[StateT], int] = final_loss or (
+            lambda state: system.final_loss(state.heads, self.gold))
+        self._memo: dict[StateKey, int] = {}
+        self._best: dict[StateKey, tuple[int, int]] = {}
 
-    def __call__(self, state: State) -> int:
+    def __call__(self, state: StateT) -> int:
         key = state.key()
         memo = self._memo
         if key in memo:
@@ -47,7 +62,7 @@ class ExactLoss:
         memo[key] = result
         return result
 
-    def best(self, state: State) -> tuple[int, int]:
+    def best(self, state: StateT) -> tuple[int, int]:
         """``(loss, length)``: the least loss of a final state reachable from
         ``state`` and the fewest transitions of a computation reaching one."""
         key = state.key()
@@ -61,10 +76,12 @@ class ExactLoss:
                 memo[key] = (loss, length + 1)
         return memo[key]
 
-    def final_trees(self, state: State, allowed=None) -> set[tuple[int, ...]]:
+    def final_trees(self, state: StateT, allowed: Moves[StateT] | None = None) -> set[tuple[int, ...]]:
         """Resolved heads of every final state reachable from ``state`` using,
         in each state, only the actions ``allowed(state)`` (default: all legal)."""
-        seen, trees, todo = set(), set(), [state]
+        seen: set[StateKey] = set()
+        trees: set[tuple[int, ...]] = set()
+        todo = [state]
         while todo:
             s = todo.pop()
             k = s.key()
@@ -79,15 +96,15 @@ class ExactLoss:
         return trees
 
 
-def successor(system: TransitionSystem, state: State, action: str) -> State:
+def successor(system: TransitionSystem[StateT], state: StateT, action: str) -> StateT:
     """The state reached from ``state`` by ``action`` (``state`` is untouched)."""
     nxt = state.copy()
     system.apply(nxt, action)
     return nxt
 
 
-def reachable_states(system: TransitionSystem, n: int, *, limit: int | None = None,
-                     rng: random.Random | None = None) -> list[State]:
+def reachable_states(system: TransitionSystem[StateT], n: int, *, limit: int | None = None,
+                     rng: random.Random | None = None) -> list[StateT]:
     """Every state reachable from the initial state of an ``n``-word sentence,
     or, if there are more than ``limit``, a sample of ``limit`` states gathered
     along random computations."""
@@ -100,7 +117,16 @@ def reachable_states(system: TransitionSystem, n: int, *, limit: int | None = No
     return _sample_reachable(system, start, limit, rng or random.Random(0))
 
 
-def _all_reachable(system, start, cap=None):
+@overload
+def _all_reachable(system: TransitionSystem[StateT], start: StateT, cap: None = None) -> list[StateT]: ...
+
+
+@overload
+def _all_reachable(system: TransitionSystem[StateT], start: StateT, cap: int) -> list[StateT] | None: ...
+
+
+def _all_reachable(system: TransitionSystem[StateT], start: StateT, cap: int | None = None) -> list[StateT] | None:
+    """Every state reachable from ``start``; ``None`` as soon as there are more than ``cap``."""
     seen = {start.key(): start}
     todo = [start]
     while todo:
@@ -118,8 +144,8 @@ def _all_reachable(system, start, cap=None):
     return list(seen.values())
 
 
-def _sample_reachable(system, start, limit, rng):
-    seen: dict = {}
+def _sample_reachable(system: TransitionSystem[StateT], start: StateT, limit: int, rng: random.Random) -> list[StateT]:
+    seen: dict[StateKey, StateT] = {}
     while len(seen) < limit:
         s = start.copy()
         while True:
@@ -142,7 +168,7 @@ class OracleReport:
             self.problems.append(message)
 
 
-def check_dynamic_oracle(system: TransitionSystem, gold_heads: Sequence[int], *, exact: bool = True,
+def check_dynamic_oracle(system: TransitionSystem[StateT], gold_heads: Sequence[int], *, exact: bool = True,
                          limit: int | None = None, rng: random.Random | None = None) -> OracleReport:
     """Compare the dynamic oracle with brute force on the states reachable for
     ``gold_heads`` (all of them, or a sample of ``limit``).
@@ -162,8 +188,9 @@ def check_dynamic_oracle(system: TransitionSystem, gold_heads: Sequence[int], *,
     return report
 
 
-def check_state_costs(system: TransitionSystem, oracle, state: State, gold_heads: Sequence[int],
-                      report: OracleReport, truth: ExactLoss | None = None) -> dict[str, int] | None:
+def check_state_costs(system: TransitionSystem[StateT], oracle: DynamicOracle[StateT], state: StateT,
+                      gold_heads: Sequence[int], report: OracleReport,
+                      truth: ExactLoss[StateT] | None = None) -> dict[str, int] | None:
     """Check ``oracle.costs(state)`` for one non-final state (see
     :func:`check_dynamic_oracle`); with ``truth``, each action ``truth``
     searches must cost ``truth(after) - truth(before)``.  Returns the costs,
@@ -193,8 +220,9 @@ def check_state_costs(system: TransitionSystem, oracle, state: State, gold_heads
     return costs
 
 
-def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, truth: ExactLoss | None = None,
-                    shortest: bool = False, states: Iterable[State] | None = None, limit: int | None = None,
+def check_tie_break(system: TransitionSystem[StateT], gold_heads: Sequence[int], *,
+                    truth: ExactLoss[StateT] | None = None, shortest: bool = False,
+                    states: Iterable[StateT] | None = None, limit: int | None = None,
                     rng: random.Random | None = None) -> OracleReport:
     """Check the tie-break of ``system``'s dynamic oracle (see the notes in
     :mod:`kgparser.transitions.base`) against brute force (``truth``, default
@@ -217,7 +245,8 @@ def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, trut
     there are any), and are exactly the actions (c) or the least regularized
     cost selects, narrowed so."""
     truth = truth or ExactLoss(system, gold_heads)
-    oracle = system.dynamic_oracle(gold_heads)
+    # the systems with the ``tie_break`` option have a TieBreakingOracle (TransitionSystem does not say which)
+    oracle = cast(TieBreakingOracle[StateT], system.dynamic_oracle(gold_heads))
     report = OracleReport()
     if states is None:
         states = reachable_states(system, len(gold_heads) - 1, limit=limit, rng=rng)
@@ -228,7 +257,8 @@ def check_tie_break(system: TransitionSystem, gold_heads: Sequence[int], *, trut
     return report
 
 
-def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bool, report: OracleReport) -> None:
+def _check_state_tie_break(system: TransitionSystem[StateT], oracle: TieBreakingOracle[StateT], state: StateT,
+                           truth: ExactLoss[StateT], shortest: bool, report: OracleReport) -> None:
     where = f"gold={truth.gold} state={state.key()}"
     exact, costs, preferred = oracle.exact_costs(state), oracle.costs(state), oracle.preferred(state)
     zero = [a for a, c in exact.items() if c == min(exact.values())]
@@ -264,7 +294,7 @@ def _check_state_tie_break(system, oracle, state, truth: ExactLoss, shortest: bo
                 report.fail(f"preferred {preferred} != {expected} (lost_words: {oracle.lost_words}); {where}")
 
 
-def _lost_word_rule(actions: list[str], oracle, state) -> list[str]:
+def _lost_word_rule(actions: list[str], oracle: TieBreakingOracle[StateT], state: StateT) -> list[str]:
     """``actions`` narrowed by the system's ``lost_words`` option: less the free
     wrong arcs (``spare``) or only those (``attach``), where some are left."""
     if oracle.lost_words == LOST_WORDS_FREE:
@@ -274,7 +304,7 @@ def _lost_word_rule(actions: list[str], oracle, state) -> list[str]:
     return kept or actions
 
 
-def lengthening_ties(truth: ExactLoss, states: Iterable[State]) -> tuple[int, int]:
+def lengthening_ties(truth: ExactLoss[StateT], states: Iterable[StateT]) -> tuple[int, int]:
     """``(ties, lengthening)``: among ``states``, how many have several
     actions of least brute-force loss, and in how many of those a least-loss
     computation is longer after some of them than after others (where a
@@ -293,7 +323,8 @@ def lengthening_ties(truth: ExactLoss, states: Iterable[State]) -> tuple[int, in
     return ties, lengthening
 
 
-def follow_preferred(system: TransitionSystem, oracle, state: State, rng: random.Random) -> State:
+def follow_preferred(system: TransitionSystem[StateT], oracle: TieBreakingOracle[StateT], state: StateT,
+                     rng: random.Random) -> StateT:
     """The final state reached from (a copy of) ``state`` by taking, at each
     step, a random action of ``oracle.preferred``."""
     state = state.copy()
@@ -302,7 +333,7 @@ def follow_preferred(system: TransitionSystem, oracle, state: State, rng: random
     return state
 
 
-def check_static_oracle(system: TransitionSystem, gold_heads: Sequence[int],
+def check_static_oracle(system: TransitionSystem[StateT], gold_heads: Sequence[int],
                         gold_labels: Sequence[str | None] | None = None) -> str | None:
     """Follow the static oracle from the start; return a problem or ``None`` if
     it legally reaches a final state whose tree (and labels) equal the gold."""
@@ -329,19 +360,19 @@ def check_static_oracle(system: TransitionSystem, gold_heads: Sequence[int],
     return None
 
 
-def zero_cost_trees(system: TransitionSystem, gold_heads: Sequence[int]) -> set[tuple[int, ...]]:
+def zero_cost_trees(system: TransitionSystem[StateT], gold_heads: Sequence[int]) -> set[tuple[int, ...]]:
     """Trees of every computation that only takes actions the dynamic oracle
     prices at zero, from the initial state."""
     oracle = system.dynamic_oracle(gold_heads)
     truth = ExactLoss(system, gold_heads)
 
-    def zero(state):
+    def zero(state: StateT) -> list[str]:
         return [a for a, c in oracle.costs(state).items() if c == 0]
 
     return truth.final_trees(system.initial_state(len(gold_heads) - 1), zero)
 
 
-def buildable_trees(system: TransitionSystem, n: int) -> set[tuple[int, ...]]:
+def buildable_trees(system: TransitionSystem[StateT], n: int) -> set[tuple[int, ...]]:
     """Every tree (resolved heads) some computation of ``system`` derives."""
     return ExactLoss(system, [0] * (n + 1)).final_trees(system.initial_state(n))
 

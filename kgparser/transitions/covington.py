@@ -66,11 +66,25 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import register
 from ..errors import KgparserError
-from .base import (HEADLESS_ROOT, HEADLESS_WRONG, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State,
-                   TieBreakingOracle, TransitionSystem, headless_option, lost_words_option, tie_break_option,
-                   tie_break_value)
+from . import register
+from .base import (
+    HEADLESS_ROOT,
+    HEADLESS_WRONG,
+    LOST_WORDS_FREE,
+    NO_HEAD,
+    ROOT,
+    TIE_BREAK_NONE,
+    State,
+    StateKey,
+    TieBreak,
+    TieBreakingOracle,
+    TransitionSystem,
+    headless_option,
+    lost_words_option,
+    tie_break_option,
+    tie_break_value,
+)
 from .trees import children
 
 SHIFT, NO_ARC, LEFT, RIGHT = "shift", "no-arc", "left", "right"
@@ -97,7 +111,7 @@ class CovingtonState(State):
         self._size = [1] * (n + 1)
         self._top = list(range(n + 1))
 
-    def copy(self) -> "CovingtonState":
+    def copy(self) -> CovingtonState:
         new = self._copy_arcs_to(object.__new__(CovingtonState))
         new.i, new.j, new.first = self.i, self.j, self.first
         new._parent = self._parent[:]
@@ -105,7 +119,7 @@ class CovingtonState(State):
         new._top = self._top[:]
         return new
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         # the union-find is a function of the heads, so it is not part of the key
         return (self.i, self.j, self.first, tuple(self.heads), tuple(self.labels))
 
@@ -136,7 +150,7 @@ class CovingtonState(State):
 
 
 @register("covington")
-class Covington(TransitionSystem):
+class Covington(TransitionSystem[CovingtonState]):
     actions = (SHIFT, NO_ARC, LEFT, RIGHT)
     arc_actions = frozenset({LEFT, RIGHT})
     #: focus words ``l1_0`` = i and ``b0`` = j, their outer neighbours ``l1_1``
@@ -147,14 +161,14 @@ class Covington(TransitionSystem):
     #: (:meth:`chain_features`, :mod:`kgparser.inference.decode`)
     chain_action = NO_ARC
 
-    def __init__(self, root_node: bool = False, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,
+    def __init__(self, root_node: bool = False, tie_break: object = TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,
                  headless: str = HEADLESS_ROOT):
         self.root_node = bool(root_node)
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
         self.lost_words = lost_words_option(self.name, lost_words)
         self.headless = headless_option(self.name, headless, self.root_node, CovingtonOptionError)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"root_node": self.root_node, "tie_break": tie_break_value(self.tie_break),
                 "lost_words": self.lost_words, "headless": self.headless}
 
@@ -236,10 +250,10 @@ class Covington(TransitionSystem):
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return True
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "CovingtonStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> CovingtonStaticOracle:
         return CovingtonStaticOracle(gold_heads, self.root_node)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "CovingtonDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> CovingtonDynamicOracle:
         return CovingtonDynamicOracle(gold_heads, system=self, tie_break=self.tie_break)
 
 
@@ -275,7 +289,7 @@ class CovingtonStaticOracle:
         return SHIFT
 
 
-class CovingtonDynamicOracle(TieBreakingOracle):
+class CovingtonDynamicOracle(TieBreakingOracle[CovingtonState]):
     """Exact costs from the loss of Theorem 1 (paper, Sect. 3):
 
         loss(c) = |U(c)| + n_c(A ∪ I(c)),
@@ -302,8 +316,8 @@ class CovingtonDynamicOracle(TieBreakingOracle):
     the system's ``tie_break`` option (:class:`~.base.TieBreakingOracle`).
     """
 
-    def __init__(self, gold_heads: Sequence[int], *, system: "Covington | None" = None,
-                 tie_break=TIE_BREAK_NONE):
+    def __init__(self, gold_heads: Sequence[int], *, system: Covington | None = None,
+                 tie_break: TieBreak = TIE_BREAK_NONE):
         self.gold = list(gold_heads)
         self.kids = children(self.gold)
         self.system = system or Covington()
@@ -356,7 +370,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
                 saving[cycle] = max(saving.get(cycle, 0), gain)
         return n - state.j + 1 + moves - sum(saving.values())
 
-    def _leftmost_partners(self, state: CovingtonState, reach: list[bool]):
+    def _leftmost_partners(self, state: CovingtonState, reach: list[bool]) -> tuple[list[tuple[int, int]], list[int]]:
         """For each right end ``r``, the unbuilt reachable gold arcs between
         ``r`` and an earlier word: ``nearest[r] = (x, dependent)`` for the
         leftmost such word ``x`` (``(-1, -1)`` if none) and ``second[r]`` the
@@ -439,7 +453,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
         each, minus one per distinct cycle they were on (cycles are disjoint)."""
         return len(lost) - len({on_cycle[y] for y in lost} - {-1})
 
-    def _shift_cost(self, state, reach, on_cycle) -> int:
+    def _shift_cost(self, state: CovingtonState, reach: list[bool], on_cycle: list[int]) -> int:
         """Shift: every reachable gold arc still unbuilt between ``j`` and λ1
         is lost (its right end is passed)."""
         j, heads, gold = state.j, state.heads, self.gold
@@ -448,7 +462,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
             lost.append(j)
         return self._delta(lost, on_cycle)
 
-    def _no_arc_cost(self, state, reach, on_cycle) -> int:
+    def _no_arc_cost(self, state: CovingtonState, reach: list[bool], on_cycle: list[int]) -> int:
         """No-arc: only the gold arc between the two focus words is lost."""
         i, j, heads, gold = state.i, state.j, state.heads, self.gold
         if i == ROOT and not self.root_arcs:
@@ -459,7 +473,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
             return self._delta([j], on_cycle)
         return 0
 
-    def _arc_cost(self, state, head: int, dep: int, reach, on_cycle) -> int:
+    def _arc_cost(self, state: CovingtonState, head: int, dep: int, reach: list[bool], on_cycle: list[int]) -> int:
         """Adding ``head -> dep`` loses the reachable gold arc into ``dep`` if it
         differs, and the gold arc into ``top`` (root of ``head``'s tree, the
         root of the merged tree) if it comes from ``dep``'s tree; the pair of
@@ -479,7 +493,7 @@ class CovingtonDynamicOracle(TieBreakingOracle):
             delta += 1
         return delta
 
-    def _walk_reaches(self, state, head: int, dep: int, reach, lost) -> bool:
+    def _walk_reaches(self, state: CovingtonState, head: int, dep: int, reach: list[bool], lost: list[int]) -> bool:
         """Whether following heads from ``head`` in A ∪ I, less the arcs into
         ``lost``, enters the tree of ``dep`` (it visits each tree at most once
         unless it runs into a cycle avoiding ``dep``, hence the bound)."""

@@ -5,7 +5,8 @@ A tree is given by its heads: a sequence of length ``n + 1`` whose entry
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+import random
+from typing import Callable, Iterator, Sequence
 
 from .base import NO_HEAD, ROOT
 
@@ -113,7 +114,7 @@ def nonprojective_arcs(heads: Sequence[int]) -> list[tuple[int, int]]:
     return result
 
 
-def _dominance_counts(heads: Sequence[int]):
+def _dominance_counts(heads: Sequence[int]) -> Callable[[int, int, int], int]:
     """A function ``f(h, i, j)``: how many words in ``i..j`` ``h`` dominates."""
     n = len(heads) - 1
     order = euler_order(heads)
@@ -184,7 +185,7 @@ def all_trees(n: int) -> Iterator[list[int]]:
             yield heads
 
 
-def random_tree(n: int, rng, *, single_root: bool = False) -> list[int]:
+def random_tree(n: int, rng: random.Random, *, single_root: bool = False) -> list[int]:
     """A random tree: words attach in random order to an already attached node."""
     order = list(range(1, n + 1))
     rng.shuffle(order)
@@ -199,7 +200,7 @@ def random_tree(n: int, rng, *, single_root: bool = False) -> list[int]:
     return heads
 
 
-def random_projective_tree(n: int, rng, *, single_root: bool = False) -> list[int]:
+def random_projective_tree(n: int, rng: random.Random, *, single_root: bool = False) -> list[int]:
     """A random projective tree, built by recursively splitting spans."""
     heads = [NO_HEAD] * (n + 1)
 

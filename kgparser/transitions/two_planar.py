@@ -106,13 +106,28 @@ from __future__ import annotations
 from itertools import product
 from typing import Sequence
 
+from ..errors import KgparserError
 from . import register
 from ._two_planar_outlook import Outlook, arc_change, covered_words, gold_cycles, lazy_switches, unreachable_change
 from ._two_planar_planes import NO_PLANE, canonical_planes, is_two_planar, two_planar_subset, word_arcs
-from ..errors import KgparserError
-from .base import (HEADLESS_ROOT, HEADLESS_WRONG, LOST_WORDS_FREE, NO_HEAD, ROOT, TIE_BREAK_NONE, State,
-                   TieBreakingOracle, TransitionSystem, headless_option, lost_words_option, penalize,
-                   tie_break_option, tie_break_value)
+from .base import (
+    HEADLESS_ROOT,
+    HEADLESS_WRONG,
+    LOST_WORDS_FREE,
+    NO_HEAD,
+    ROOT,
+    TIE_BREAK_NONE,
+    State,
+    StateKey,
+    TieBreak,
+    TieBreakingOracle,
+    TransitionSystem,
+    headless_option,
+    lost_words_option,
+    penalize,
+    tie_break_option,
+    tie_break_value,
+)
 
 SHIFT, LEFT, RIGHT, REDUCE, SWITCH = "shift", "left", "right", "reduce", "switch"
 
@@ -133,7 +148,7 @@ class TwoPlanarState(State):
         self.switched = False
         self.plane = [NO_PLANE] * (n + 1)
 
-    def copy(self) -> "TwoPlanarState":
+    def copy(self) -> TwoPlanarState:
         new = self._copy_arcs_to(object.__new__(TwoPlanarState))
         new.stacks = (self.stacks[0][:], self.stacks[1][:])
         new.active = self.active
@@ -142,7 +157,7 @@ class TwoPlanarState(State):
         new.plane = self.plane[:]
         return new
 
-    def key(self) -> tuple:
+    def key(self) -> StateKey:
         return (tuple(self.stacks[0]), tuple(self.stacks[1]), self.active, self.b, self.switched,
                 tuple(self.heads), tuple(self.labels), tuple(self.plane))
 
@@ -155,13 +170,13 @@ def _tree_root(heads: Sequence[int], word: int) -> int:
 
 
 @register("two-planar")
-class TwoPlanar(TransitionSystem):
+class TwoPlanar(TransitionSystem[TwoPlanarState]):
     actions = (SHIFT, LEFT, RIGHT, REDUCE, SWITCH)
     arc_actions = frozenset({LEFT, RIGHT})
     feature_names = ("s0", "s1", "s2", "b0", "i0", "i1")
 
-    def __init__(self, regularize_switch: bool = True, tie_break=TIE_BREAK_NONE, lost_words: str = LOST_WORDS_FREE,
-                 root_node: bool = False, headless: str = HEADLESS_ROOT):
+    def __init__(self, regularize_switch: bool = True, tie_break: object = TIE_BREAK_NONE,
+                 lost_words: str = LOST_WORDS_FREE, root_node: bool = False, headless: str = HEADLESS_ROOT):
         self.regularize_switch = regularize_switch
         self.tie_break = tie_break_option(self.name, self.actions, tie_break)
         self.lost_words = lost_words_option(self.name, lost_words)
@@ -172,7 +187,7 @@ class TwoPlanar(TransitionSystem):
                                 "node the dynamic oracle is exact for the loss that counts a headless word "
                                 "as an error")
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, object]:
         return {"regularize_switch": self.regularize_switch, "tie_break": tie_break_value(self.tie_break),
                 "lost_words": self.lost_words, "root_node": self.root_node, "headless": self.headless}
 
@@ -253,10 +268,10 @@ class TwoPlanar(TransitionSystem):
     def can_build(self, gold_heads: Sequence[int]) -> bool:
         return is_two_planar(gold_heads, self.root_node)
 
-    def static_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarStaticOracle":
+    def static_oracle(self, gold_heads: Sequence[int]) -> TwoPlanarStaticOracle:
         return TwoPlanarStaticOracle(gold_heads, self.root_node)
 
-    def dynamic_oracle(self, gold_heads: Sequence[int]) -> "TwoPlanarDynamicOracle":
+    def dynamic_oracle(self, gold_heads: Sequence[int]) -> TwoPlanarDynamicOracle:
         return TwoPlanarDynamicOracle(gold_heads, regularize_switch=self.regularize_switch, system=self,
                                       tie_break=self.tie_break)
 
@@ -316,7 +331,7 @@ class TwoPlanarStaticOracle:
         return SHIFT
 
 
-class TwoPlanarDynamicOracle(TieBreakingOracle):
+class TwoPlanarDynamicOracle(TieBreakingOracle[TwoPlanarState]):
     """Fernández-González & Gómez-Rodríguez (2018), section 3: costs relative
     to the canonical plane assignment.
 
@@ -339,7 +354,7 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
     :meth:`costs`."""
 
     def __init__(self, gold_heads: Sequence[int], *, regularize_switch: bool = True,
-                 system: "TwoPlanar | None" = None, tie_break=TIE_BREAK_NONE):
+                 system: TwoPlanar | None = None, tie_break: TieBreak = TIE_BREAK_NONE):
         self.system = system or TwoPlanar(regularize_switch)
         self.canon = CanonicalGold(gold_heads, self.system.root_node)
         #: the heads the loss counts against (option lost_words): the 2-planar subset
@@ -396,13 +411,13 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
             return costs
         return penalize(costs, {SWITCH})
 
-    def _shift_change(self, state: TwoPlanarState, now: "Outlook") -> int:
+    def _shift_change(self, state: TwoPlanarState, now: Outlook) -> int:
         """Loss change of ``shift``: ``b0`` leaves the buffer (onto both
         stacks), so the gold arcs between it and an earlier word that are not
         built yet become unreachable."""
         return unreachable_change(now, self.canon.ending_at[state.b])
 
-    def _stack_changes(self, state: TwoPlanarState, plane: int, now: "Outlook", shift: int) -> dict[str, int]:
+    def _stack_changes(self, state: TwoPlanarState, plane: int, now: Outlook, shift: int) -> dict[str, int]:
         """Loss change of ``shift`` (given) and of each legal ``left``,
         ``right`` and ``reduce`` taken with stack ``plane`` active.
         ``reduce`` makes the gold arcs of ``plane`` that start at the popped
@@ -422,11 +437,11 @@ class TwoPlanarDynamicOracle(TieBreakingOracle):
         changes[REDUCE] = unreachable_change(now, [d for d in self.starting_at[s0] if gplane[d] == plane])
         return changes
 
-    def _switch_needed(self, state: TwoPlanarState, now: "Outlook") -> bool:
+    def _switch_needed(self, state: TwoPlanarState, now: Outlook) -> bool:
         return (not self._has_work(state, state.active, now)
                 and self._has_work(state, 1 - state.active, now))
 
-    def _has_work(self, state: TwoPlanarState, plane: int, now: "Outlook") -> bool:
+    def _has_work(self, state: TwoPlanarState, plane: int, now: Outlook) -> bool:
         """Some gold arc ``(x, b0)`` of ``plane`` with ``x`` on that plane's
         stack is not built and still individually reachable."""
         gplane = self.canon.plane
