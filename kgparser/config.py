@@ -328,7 +328,7 @@ def _build(cls: type, raw: Any, prefix: str, source: str):
         if optional:
             kind = next(a for a in typing.get_args(kind) if a is not type(None))
         value = raw[name]
-        if dataclasses.is_dataclass(kind):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             values[name] = _build(kind, value, path, source)
         elif value is None:
             if not optional:
@@ -471,7 +471,9 @@ def _move_keys(raw: Any, source: str, warn: bool) -> Any:
         if warn:
             moved_key(old, source)
         raw = copy.deepcopy(raw)
-        _set(raw, new.split("."), _owner(raw, old)[0].pop(name), source)
+        copied_owner = _owner(raw, old)[0]
+        assert copied_owner is not None  # a copy of ``owner``, found above
+        _set(raw, new.split("."), copied_owner.pop(name), source)
     return raw
 
 

@@ -86,7 +86,7 @@ def projectivize_tree(heads: Sequence[int], deprels: Sequence[str | None] | None
     """
     n = len(heads) - 1
     heads = [-1] + [int(h) for h in heads[1:]]
-    labels = list(deprels) if deprels is not None else [None] * (n + 1)
+    labels: list[str | None] = list(deprels) if deprels is not None else [None] * (n + 1)
     if len(labels) != n + 1:
         raise ProjectivizeError(f"{len(labels)} labels for {n} words (expected n+1 entries)")
     problem = tree_problem(heads)

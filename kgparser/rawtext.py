@@ -216,7 +216,9 @@ class RawReader:
         if len(sentences) > 1:
             end = sentences.pop()[0].start
         else:  # one sentence fills the window: it ends there
-            end = _NON_SPACE.search(view, cut).start()
+            word = _NON_SPACE.search(view, cut)
+            assert word is not None  # the paragraph, longer than the window, ends in a word after the cut
+            end = word.start()
         first_of_paragraph = [] if self.in_paragraph else [0]
         self.in_paragraph = True
         return self._give(sentences, end, first_of_paragraph)
@@ -241,7 +243,7 @@ def whitespace_view(text: str) -> str:
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each paragraph: the runs of text between blank
     lines, without the white space around them."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     start = 0
     for blank in _BLANK_LINE.finditer(text):
         _add_trimmed(spans, text, start, blank.start())

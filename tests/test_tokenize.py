@@ -196,3 +196,10 @@ def test_multiword_expander_seen_unseen_and_case():
     again = MultiwordExpander.from_data(expander.to_data())
     assert again.expand("won't") == ("wo", "n't") and again.expand("Don't") == ("Do", "n't")
     assert again.to_data() == expander.to_data()
+
+
+def test_no_epoch_is_one_line():
+    from kgparser.errors import KgparserError
+
+    with pytest.raises(KgparserError, match="^tokenizer epochs: must be at least 1, got 0$"):
+        train_tokenizer(parse_conllu("1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n\n"), config=TokenizerConfig(epochs=0))

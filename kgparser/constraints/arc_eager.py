@@ -25,6 +25,13 @@ class ConstrainedArcEagerState(ArcEagerState):
 
     __slots__ = ("span_root", "components", "component", "reach", "chain", "extent")
 
+    span_root: list[int]
+    components: int
+    component: list[int]
+    reach: list[int]
+    chain: list[int]
+    extent: list[int]
+
     def copy(self) -> ConstrainedArcEagerState:
         new = self._copy_arcs_to(object.__new__(ConstrainedArcEagerState))
         new.stack = self.stack[:]

@@ -3,9 +3,9 @@
 (:class:`ConstraintFilter`, :func:`constraint_filter`)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
-from ..transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT, ArcEager
+from ..transitions.arc_eager import LEFT, REDUCE, RIGHT, SHIFT, ArcEager, ArcEagerState
 from ..transitions.arc_hybrid import ArcHybrid
 from ..transitions.base import NO_HEAD, TransitionSystem
 from .arc_eager import ConstrainedArcEager
@@ -81,7 +81,7 @@ class ConstraintFilter:
         #: advance its own states never needs it); without a given system, the
         #: filter's is a :class:`ConstrainedArcEager`
         self.follows_states = constrained is None or isinstance(constrained, ConstrainedArcEager)
-        self.shadow = None
+        self.shadow: ArcEagerState | None = None
 
     @property
     def constrained(self) -> ConstrainedSystem:
@@ -96,7 +96,8 @@ class ConstraintFilter:
         per-word tables go with the batch."""
         if self._constrained is not None:
             return self._constrained
-        return ConstrainedArcEager(self.system, self.constraints, self.n, checked=True)
+        # a filter made without a constrained system filters for arc-eager (see :func:`constraint_filter`)
+        return ConstrainedArcEager(cast(ArcEager, self.system), self.constraints, self.n, checked=True)
 
     def allowed_actions(self, state, legal: Sequence[str]) -> list[str]:
         if not self.follows_states:
@@ -114,6 +115,7 @@ class ConstraintFilter:
     def _follow(self, state) -> None:
         """Replay on the shadow the transition that led to ``state``."""
         shadow = self.shadow
+        assert shadow is not None  # made by allowed_actions before its first call
         if state.b == shadow.b + 1 and len(state.stack) == len(shadow.stack) + 1:
             action = SHIFT if state.heads[shadow.b] == NO_HEAD else RIGHT
         elif state.b == shadow.b and len(state.stack) == len(shadow.stack) - 1:

@@ -15,7 +15,7 @@ class ConstraintTable(dict):
     record that gives both is kept under its sent_id and pinned to its index
     (``pins``: index -> sent_id; ``pinned_at``: sent_id -> index)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.pins: dict[int, str] = {}
         self.pinned_at: dict[str, int] = {}
@@ -31,7 +31,8 @@ def read_constraints_jsonl(path: str) -> ConstraintTable:
     """Constraints from a JSON-lines side file (UTF-8), keyed by ``sent_id`` or
     ``index``; see the docstring of :mod:`kgparser.constraints` for the
     format.  Two records for one sent_id or one index are an error."""
-    table, first_line = ConstraintTable(), {}
+    table = ConstraintTable()
+    first_line: dict[str | int, int] = {}
     for number, line in enumerate(read_text_file(path, ConstraintError, "constraints file").split("\n"), 1):
         if not line.strip():
             continue

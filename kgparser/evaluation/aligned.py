@@ -162,7 +162,7 @@ def evaluate_aligned(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_na
     return AlignedScores(scores)
 
 
-def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, p: int, pairs: dict) -> bool:
+def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, p: int, pairs: Alignment) -> bool:
     """Whether aligned words ``g`` (gold) and ``p`` (predicted) agree on ``metric``."""
     gold, pred = gold_words[g], pred_words[p]
     if metric in ("upos", "xpos", "ufeats"):
@@ -174,7 +174,7 @@ def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, 
     return head_right and pred.columns[label] is not None and gold.columns[label] == pred.columns[label]
 
 
-def _gold_head(head: int, pairs: dict) -> int | None:
+def _gold_head(head: int, pairs: Alignment) -> int | None:
     """The gold word a predicted head is aligned to (ROOT for the root; None where there is none)."""
     if head == ROOT:
         return ROOT
@@ -208,7 +208,7 @@ def spans_score(gold: Sequence[tuple[int, int]], pred: Sequence[tuple[int, int]]
 class Alignment(dict):
     """Gold word index -> predicted word index, with ``inverse``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.inverse: dict[int, int] = {}
 

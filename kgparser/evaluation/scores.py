@@ -52,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import KgparserError
 from ..io.conllu import Sentence, read_conllu
@@ -232,7 +233,7 @@ class Scores:
         return _ratio(self.complete_labeled, self.sentences)
 
     def to_dict(self, breakdown: bool = True) -> dict:
-        result = {
+        result: dict[str, Any] = {
             "uas": self.uas, "las": self.las, "las_universal": self.las_universal,
             "label_accuracy": self.label_accuracy, "uem": self.uem, "lem": self.lem,
             "punct": self.punct, "sentences": self.sentences, "words": self.words,
@@ -262,9 +263,10 @@ class Scores:
             f"Label accuracy      {100 * self.label_accuracy:6.2f}  ({self.correct_labels}/{self.words})",
             f"UEM / LEM           {100 * self.uem:6.2f} / {100 * self.lem:6.2f}",
         ]
-        lines += [f"{_TAG_NAMES[score]:<20}{100 * self.tag_accuracy(score):6.2f}  "
+        accuracies = {score: self.tag_accuracy(score) for score in TAG_SCORES}
+        lines += [f"{_TAG_NAMES[score]:<20}{100 * accuracy:6.2f}  "
                   f"({self.correct_tags.get(score, 0)}/{self.tagged[score]})"
-                  for score in TAG_SCORES if self.tag_accuracy(score) is not None]
+                  for score, accuracy in accuracies.items() if accuracy is not None]
         if breakdown:
             lines += ["", _table("Label", sorted(self.per_label.items())),
                       "", _table("Distance", [(b, self.per_distance[b]) for b in DISTANCE_BUCKETS
@@ -275,6 +277,7 @@ class Scores:
 
     def _nonprojective_line(self) -> str:
         c = self.nonprojective
+        assert c is not None  # called only where there is a count
         return (f"Non-projective arcs: gold {c.gold}, {c.found} with the gold head (recall "
                 f"{100 * c.recall:.2f}); predicted {c.predicted}, {c.right} with the "
                 f"gold head (precision {100 * c.precision:.2f})")
@@ -366,7 +369,9 @@ def _score_word(scores: Scores, gold: Sentence, pred: Sentence, d: int, gold_has
     scores.correct_labeled_universal += head_ok and universal_ok
     _count_tags(scores, gold, pred, d - 1, gold_has_feats)
     _count_breakdown(scores.per_label, gold_label, pred_label, head_ok and label_ok)
-    _count_breakdown(scores.per_distance, distance_bucket(gold_head, d), distance_bucket(pred_head, d), head_ok)
+    gold_bucket = distance_bucket(gold_head, d)
+    assert gold_bucket is not None  # the gold head is checked above
+    _count_breakdown(scores.per_distance, gold_bucket, distance_bucket(pred_head, d), head_ok)
     return head_ok, label_ok
 
 
@@ -381,7 +386,8 @@ def _count_breakdown(rows: dict[str, PRF], gold_key: str, pred_key: str | None, 
 
 def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has_feats: bool) -> None:
     """Add word ``i`` (0-based) to the tag scores its gold values allow."""
-    pairs = [("upos", gold.upos[i], pred.upos[i]), ("xpos", gold.xpos[i], pred.xpos[i])]
+    pairs: list[tuple[str, object, object]] = [("upos", gold.upos[i], pred.upos[i]),
+                                               ("xpos", gold.xpos[i], pred.xpos[i])]
     if gold_has_feats:
         pairs += [("ufeats", features(gold.feats[i], True), features(pred.feats[i], True)),
                   ("feats", features(gold.feats[i], False), features(pred.feats[i], False))]

@@ -44,16 +44,22 @@ class RunResult:
         return self.scores is not None
 
     @property
+    def test_scores(self) -> Scores:
+        """:attr:`scores` of a run that was scored."""
+        assert self.scores is not None, "the run was not scored"
+        return self.scores
+
+    @property
     def uas(self) -> float:
-        return self.scores.uas
+        return self.test_scores.uas
 
     @property
     def las(self) -> float:
-        return self.scores.las
+        return self.test_scores.las
 
     def by_sentence(self, count: str) -> np.ndarray:
         """One of :attr:`Scores.by_sentence`'s counts, test sentence by test sentence."""
-        return np.array(self.scores.by_sentence[count])
+        return np.array(self.test_scores.by_sentence[count])
 
 
 def compare_predictions(gold_sentences, pred_a, pred_b, *, punct: bool = True, test: str = "bootstrap",

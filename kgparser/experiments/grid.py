@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -244,7 +244,8 @@ def _ud_axis(path: Path, name: str, raw: dict) -> Axis:
         raise _fail(path, f"{where}.values", "expected a non-empty list of treebank directories")
     values = []
     for entry in names:
-        directory_name, overrides = entry, ()
+        directory_name = entry
+        overrides: tuple[tuple[str, Any], ...] = ()
         if isinstance(entry, dict):
             if len(entry) != 1:
                 raise _fail(path, f"{where}.values", f"expected a treebank directory or "
@@ -386,7 +387,7 @@ def _excluded(path: Path, raw: Any, axes: list[Axis]) -> list[dict[str, str]]:
 
 
 def expand(axes: list[Axis], shared: tuple[tuple[str, Any], ...], output_root: Path,
-           excluded: list[dict[str, str]] = ()) -> list[Run]:
+           excluded: Sequence[dict[str, str]] = ()) -> list[Run]:
     """The product of the axes in their order, minus the excluded points."""
     runs = []
     for combination in itertools.product(*(axis.values for axis in axes)):

@@ -62,10 +62,15 @@ class Configuration:
         return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else None)
 
     def pooled_nonprojective(self) -> NonProjective:
-        return sum((r.scores.nonprojective for r in self.scored), NonProjective())
+        total = NonProjective()
+        for r in self.scored:
+            counts = r.test_scores.nonprojective
+            assert counts is not None  # a run's test scores count its non-projective arcs
+            total = total + counts
+        return total
 
     def pooled_by_length(self) -> dict[str, PRF]:
-        return {bucket: sum((r.scores.per_distance.get(bucket, PRF()) for r in self.scored), PRF())
+        return {bucket: sum((r.test_scores.per_distance.get(bucket, PRF()) for r in self.scored), PRF())
                 for bucket in DISTANCE_BUCKETS}
 
 
@@ -379,7 +384,7 @@ def _plots(grid: Grid, configs: list[Configuration], directory: Path) -> list[st
                               title=f"{group}: dev LAS by epoch (mean over seeds)", x_label="epoch",
                               y_label="dev LAS (%)")
             lines.append(f"![learning curves {group}]({path.parent.name}/{path.name})")
-        lengths = {}
+        lengths: dict[str, list[tuple[float, float]]] = {}
         for c in members:
             if c.scored:
                 by_length = c.pooled_by_length()

@@ -34,6 +34,7 @@ when chosen (``pip install kgparser[ray]`` / ``kgparser[slurm]``).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -281,7 +282,7 @@ def _outcome(job: Job, done: str, result: Callable[[], object], failures: list[s
 def run_local(jobs: list[Job], max_parallel: int, execute_job: Callable[[Job], dict] = execute,
               log: Callable[[str], None] = print) -> list[str]:
     """At most ``max_parallel`` runs at once; returns the failures' messages."""
-    failures = []
+    failures: list[str] = []
     with ThreadPoolExecutor(max_workers=max_parallel) as pool:
         futures = {pool.submit(execute_job, job): job for job in jobs}
         try:
@@ -306,11 +307,12 @@ def run_ray(jobs: list[Job], settings: dict, threads: int, log: Callable[[str], 
     ray.init(address=settings.get("address", "auto"), **settings.get("init", {}))
     remote = ray.remote(num_cpus=threads, num_gpus=settings.get("num_gpus_per_run", 0))(execute)
     pending = {remote.remote(job): job for job in jobs}
-    failures, done = [], 0
+    failures: list[str] = []
+    done = 0
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
         done += 1
-        _outcome(pending.pop(ready[0]), f"[{done}/{len(jobs)}]", lambda ref=ready[0]: ray.get(ref), failures, log)
+        _outcome(pending.pop(ready[0]), f"[{done}/{len(jobs)}]", functools.partial(ray.get, ready[0]), failures, log)
     return failures
 
 
@@ -329,7 +331,7 @@ def run_slurm(jobs: list[Job], settings: dict, threads: int, folder: Path,
     submitted = executor.map_array(execute, jobs)
     log(f"submitted {len(submitted)} SLURM jobs (array {submitted[0].job_id.split('_')[0] if submitted else '-'}); "
         f"logs in {folder}")
-    failures = []
+    failures: list[str] = []
     for done, (job, handle) in enumerate(zip(jobs, submitted), start=1):
         _outcome(job, f"[{done}/{len(jobs)}]", handle.result, failures, log)
     return failures

@@ -69,7 +69,7 @@ def _differences(sum_a, total_a, sum_b, total_b, shared: bool) -> np.ndarray:
         return np.where((total_a > 0) & (total_b > 0), sum_b / total_b - sum_a / total_a, np.nan)
 
 
-def _count_extreme(deltas: np.ndarray, threshold: float) -> tuple[int, int]:
+def _count_extreme(deltas: np.ndarray, threshold: float | np.ndarray) -> tuple[int, int]:
     """(samples at least as extreme as ``threshold``, samples with a defined difference)."""
     defined = ~np.isnan(deltas)
     return int(np.count_nonzero(np.abs(deltas[defined]) >= threshold - 1e-12)), int(np.count_nonzero(defined))

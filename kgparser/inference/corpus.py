@@ -167,7 +167,7 @@ def _results(model, chunks: Iterable[list], processes: int, parse: ParseFunction
 class _Warnings:
     """Shows the chunks' warnings, the first of each kind only."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.shown: set = set()
 
     def show(self, caught: list) -> None:
@@ -210,6 +210,7 @@ def parse_file(model, parse: ParseFunction, source: Input, target, *, processes:
     with _output(target) as handle:
         for result in _streamed(model, source, parse, processes=processes, chunk_size=chunk_size, as_text=True,
                                 summary=summary, progress=shown):
+            assert isinstance(result.output, str)  # parsed as_text
             handle.write(result.output)
     return summary
 
@@ -233,4 +234,5 @@ def pipe(model, parse: ParseFunction, source: Input, summary: ParseSummary, *, p
     ``chunk_size`` at a time, counted into ``summary``."""
     for result in _streamed(model, source, parse, processes=processes, chunk_size=chunk_size, as_text=False,
                             summary=summary, progress=Progress(str, enabled=False)):
+        assert isinstance(result.output, list)  # parsed not as_text
         yield from result.output

@@ -32,7 +32,7 @@ import contextlib
 import gc
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 import torch
 
@@ -43,6 +43,9 @@ from ..model.stepper import Step, Stepper
 from ..model.tagger import best_tags
 from .decoding_constraints import allowed_actions_function, as_constraint, forced_labels_function
 from .tree_repair import loose_words, to_valid_tree
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: rows of states ahead on runs of the chain action that one MLP call may score, shared
 #: by the live sentences: the lookahead saves the fixed cost of MLP calls, which many live
@@ -135,6 +138,7 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
                 for j, i in enumerate(chosen):
                     trees[i] = batch.trees[j]
                     if tags is not None:
+                        assert batch.tags is not None  # asked for (with_tags)
                         tags[i] = batch.tags[j]
     finally:
         network.train(was_training)
@@ -174,10 +178,12 @@ class _BatchDecoder:
                  char_table: CharTable | None = None):
         system = model.system
         self.char_table = char_table
-        self.with_tags, self.tags = with_tags, None
+        self.with_tags = with_tags
+        self.tags: list[dict[str, list[str]]] | None = None
         self.model, self.system, self.sentences = model, system, sentences
         self.inventory = model.inventory
-        self.constraints, self.failed = constraints, []
+        self.constraints = constraints
+        self.failed: list[int] = []
         if constraints:
             owners = [c.state_system if c is not None and c.state_system is not None else system
                       for c in constraints]
@@ -228,6 +234,7 @@ class _BatchDecoder:
         legal = self.system.legal_actions(state)
         if not legal:
             raise RuntimeError(f"{self.system!r}: a non-final state has no legal action")
+        assert self.constraints is not None  # only a constraint allows none of the legal actions
         if not getattr(self.constraints[i], "unchecked", False):
             raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")
         self._restart_without_constraints(i)
@@ -255,7 +262,8 @@ class _BatchDecoder:
         model, system, inventory = self.model, self.system, self.inventory
         if not system.has_arc_probes:
             return [None] * len(self.states)
-        rows, probes = [], []  # probes: (sentence, dependent, head, action) of each row block
+        rows: list[int] = []
+        probes: list[tuple[int, int, int, str]] = []  # (sentence, dependent, head, action) of each row block
         for i, state in enumerate(self.states):
             loose = loose_words(state.heads)
             if len(loose) < 2 or (self.constraints and self.constraints[i] is not None):
@@ -288,7 +296,7 @@ class _BatchDecoder:
         if not count or self.chain_action not in legal:
             return 0
         state = self.states[i]
-        ahead = self.system.chain_features(state, count)
+        ahead = cast(_ChainSystem, self.system).chain_features(state, count)  # a system with a chain action
         positions_rows(ahead, state, self.offsets[i], self.pad, rows)
         return len(ahead)
 
@@ -317,9 +325,17 @@ class _BatchDecoder:
         """Drop the constraints of sentence ``i`` (noted in ``failed``) and start it
         again from a plain state."""
         self.failed.append(i)
+        assert self.constraints is not None  # a sentence restarts only without its constraints
         self.constraints[i], self.forced_in[i] = None, None
         self.stepper.restart(i)
         self.runs[i] = 0
+
+
+class _ChainSystem(Protocol):
+    """A system with a chain action (Covington's No-Arc): the features of the
+    states a run of it reaches."""
+
+    def chain_features(self, state: Any, count: int) -> list[list[int]]: ...
 
 
 def _owner_of_row(row: int, scored: list, aheads: list) -> int:
@@ -349,7 +365,8 @@ class _StepScores:
             action_scores = action_scores.index_add(1, inventory.arc_action_index, best_label_scores)
             self.best_labels = best_labels.tolist()
         self.totals = action_scores.tolist()
-        self.label_rows = None  # the label scores as a NumPy array, made for the first forced label
+        #: the label scores as a NumPy array, made for the first forced label
+        self.label_rows: np.ndarray | None = None
 
     def non_finite_row(self) -> int | None:
         """The first row with a NaN or infinite score, or None.  Checked on the
@@ -382,6 +399,7 @@ class _StepScores:
                     label, score = self._forced(row, action, score, forced)
             if score > best_score:
                 best, best_label, best_score = action, label, score
+        assert best is not None  # ``legal`` is not empty and the scores are finite (non_finite_row)
         return best, best_label
 
     def _forced(self, row: int, action: str, score: float, forced: str) -> tuple[str, float]:

@@ -40,29 +40,35 @@ unchanged in their place.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 import torch
 
 from ..errors import KgparserError
-from ..io.conllu import Sentence
-from ..io.reader import Input, RawTokenizer, read
+from ..io.conllu import Sentence, SentenceList
+from ..io.reader import Input, InputData, RawTokenizer, read
 from ..model import Model
-from .corpus import DEFAULT_CHUNK_SIZE, ParseSummary, parse_file, pipe
+from ..transitions import AnySystem
+from .corpus import DEFAULT_CHUNK_SIZE, ParseFunction, ParseSummary, parse_file, pipe
 from .decode import DecodingError, NonFiniteScores
 from .decoding_constraints import ConstraintReport, resolve_constraints
 from .options import checked_batch_size, checked_root_choice
-from .parsing import LongSentenceWarning, parse_sentences, warn_long_sentences
+from .parsing import LongSentenceWarning, Parsed, parse_sentences, warn_long_sentences
 from .tags import TagReport
 
 __all__ = ["DecodingError", "LongSentenceWarning", "NonFiniteScores", "Parser"]
+
+#: what ``constraints`` may be (see the module docstring): a JSON-lines file, ``"misc"``,
+#: or one entry per sentence
+ConstraintsInput = str | os.PathLike[str] | Iterable[Any]
 
 
 class Parser:
     """A trained parser: ``Parser.load(path).parse(...)``."""
 
-    def __init__(self, model: Model, batch_size: int = 64):
+    def __init__(self, model: Model, batch_size: int = 64) -> None:
         self.model = model
         self.batch_size = checked_batch_size(batch_size)
         self.constraint_report = ConstraintReport()
@@ -79,7 +85,7 @@ class Parser:
         return cls(Model.load(path, encoder=encoder).to(device), batch_size)
 
     @property
-    def system(self):
+    def system(self) -> AnySystem:
         return self.model.system
 
     @property
@@ -89,9 +95,9 @@ class Parser:
 
         return model_language(self.model.config)
 
-    def parse(self, data, *, constraints=None, on_bad_constraints: str = "error", lenient: bool = False,
-              tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None,
-              lang: str | None = None) -> list:
+    def parse(self, data: InputData, *, constraints: ConstraintsInput | None = None, on_bad_constraints: str = "error",
+              lenient: bool = False, tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None,
+              lang: str | None = None) -> SentenceList:
         """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens;
         with ``input_format="text"``, a pre-tokenized text file or a list of lines
         (one sentence per line, tokens separated by spaces: :mod:`kgparser.io.plaintext`);
@@ -124,30 +130,33 @@ class Parser:
 
         return functools.partial(stream_raw, lang=lang or self.lang)
 
-    def _parse_function(self, options: dict):
+    def _parse_function(self, options: dict[str, Any]) -> ParseFunction:
         """The parse sequence with :meth:`parse`'s ``options`` and this parser's
         batch size, for the corpus parser to run on each chunk."""
         checked_root_choice(options.get("root_choice"))
         return functools.partial(parse_sentences, batch_size=self.batch_size, **options)
 
-    def _report(self, tag_report: TagReport | None, constraint_report: ConstraintReport, counts) -> None:
+    def _report(self, tag_report: TagReport | None, constraint_report: ConstraintReport,
+                counts: Parsed | ParseSummary) -> None:
         """Keep what a parse reported; warn once about its sentences longer than
         any in training (unknown for checkpoints from before that was recorded)."""
         if tag_report is not None:
             self.tag_report = tag_report
         self.constraint_report = constraint_report
         if counts.long_sentences:
-            warn_long_sentences(counts.long_sentences, counts.longest, self.model.max_train_length, stacklevel=4)
+            trained = self.model.max_train_length
+            assert trained is not None  # a sentence is counted long only against a known length
+            warn_long_sentences(counts.long_sentences, counts.longest, trained, stacklevel=4)
 
-    def render(self, data, picture_format: str = "html", **options) -> str:
+    def render(self, data: InputData, picture_format: str = "html", **options: Any) -> str:
         """Parse ``data`` (``options`` are :meth:`parse`'s) and draw each sentence's
         tree: an HTML page or one SVG picture (:mod:`kgparser.io.render`)."""
         from ..io.render import render
 
         return render(self.parse(data, **options), picture_format)
 
-    def decoding_constraints(self, sentences: Sequence, constraints, on_bad_constraints: str = "error", *,
-                             defer_satisfiability: bool = False) -> list:
+    def decoding_constraints(self, sentences: Sequence[Sentence], constraints: ConstraintsInput,
+                             on_bad_constraints: str = "error", *, defer_satisfiability: bool = False) -> list[Any]:
         """One decoding constraint (or ``None``) per sentence from ``constraints``
         (:func:`~kgparser.inference.decoding_constraints.resolve_constraints`);
         what became of them is in :attr:`constraint_report` afterwards."""
@@ -156,9 +165,10 @@ class Parser:
                                                               defer_satisfiability=defer_satisfiability)
         return entries
 
-    def parse_file(self, source: str | Path, target, *, keep_skipped: bool = False, output_format: str = "conllu",
-                   processes: int = 1, chunk_size: int | None = None, progress: bool = False, lenient: bool = False,
-                   input_format: str = "conllu", lang: str | None = None, **options) -> ParseSummary:
+    def parse_file(self, source: str | Path, target: str | Path | IO[str], *, keep_skipped: bool = False,
+                   output_format: str = "conllu", processes: int = 1, chunk_size: int | None = None,
+                   progress: bool = False, lenient: bool = False, input_format: str = "conllu",
+                   lang: str | None = None, **options: Any) -> ParseSummary:
         """Parse a file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
         open text file) and return a :class:`~kgparser.inference.corpus.ParseSummary`
         (sentences, words, ``skipped``, ``tag_report``); ``options`` are
@@ -198,8 +208,8 @@ class Parser:
         self._report(summary.tag_report, summary.constraint_report, summary)
         return summary
 
-    def pipe(self, data: Iterable, *, processes: int = 1, chunk_size: int | None = None,
-             input_format: str = "conllu", lang: str | None = None, **options) -> Iterator[Sentence]:
+    def pipe(self, data: InputData, *, processes: int = 1, chunk_size: int | None = None,
+             input_format: str = "conllu", lang: str | None = None, **options: Any) -> Iterator[Sentence]:
         """Parse any iterable of sentences lazily: a generator of parsed copies,
         ``chunk_size`` sentences read and parsed at a time (default
         :data:`~kgparser.inference.corpus.DEFAULT_CHUNK_SIZE`), by ``processes``

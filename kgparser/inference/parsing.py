@@ -101,6 +101,7 @@ def _write_back(sentences: list, decoded: Decoded, entries: list | None, report:
     """Set each sentence's tree; report the constraints the decoder found
     unsatisfiable and the parses that miss theirs."""
     for index in sorted(decoded.unsatisfiable):
+        assert entries is not None  # only a sentence with constraints has unsatisfiable ones
         drop_unsatisfiable(report, sentences[index], index, entries, on_bad_constraints)
     for index, (sentence, (heads, labels)) in enumerate(zip(sentences, decoded.trees)):
         sentence.set_tree(heads, labels)

@@ -93,6 +93,7 @@ class TagPlan:
         """Write the decoder's ``predicted`` tags (one dict per sentence; None
         when it predicted none) into the gaps; returns the report."""
         if self.gaps is not None:
+            assert predicted is not None  # the decoder predicts tags exactly when there are gaps
             for i, (sentence, tags) in enumerate(zip(sentences, predicted)):
                 _fill_missing(sentence, tags, {column: masks[i] for column, masks in self.gaps.items()},
                               self.report)
@@ -114,6 +115,7 @@ def plan_tags(model, sentences: list, mode: str = "auto") -> TagPlan:
         return TagPlan(sentences, report)
     decoder_input = sentences
     if model.network.hierarchical and (mode == "predict" or report.missing[read]):
+        assert read is not None  # a hierarchical model reads its tags (the config checks model.pos_dim > 0)
         decoder_input = [_parser_view(s, read, mode) for s in sentences]
     return TagPlan(decoder_input, report, {column: gaps[column] for column in model.tag_columns})
 

@@ -28,7 +28,7 @@ others go, is ``decoding.root_choice`` (:data:`ROOT_CHOICES`):
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, cast
 
 from ..config import ROOT_CHOICES
 
@@ -86,13 +86,14 @@ def loose_words(heads: Sequence[int]) -> list[int]:
 def _scored_root(loose: list[int], scores: ArcScores) -> int:
     """The loose word whose root arc beats its best other attachment by most, or,
     without root arcs, whose best attachment is weakest."""
-    best, rooted = {}, {}
+    best: dict[int, float] = {}
+    rooted: dict[int, float | None] = {}
     for d in loose:
         options = scores.get(d, ())
         best[d] = next((s for s, h, _ in options if h != 0), float("-inf"))
         rooted[d] = next((s for s, h, _ in options if h == 0), None)
     if all(rooted[d] is not None for d in loose):
-        return max(loose, key=lambda d: (rooted[d] - best[d], -d))
+        return max(loose, key=lambda d: (cast(float, rooted[d]) - best[d], -d))
     return min(loose, key=lambda d: (best[d], d))
 
 

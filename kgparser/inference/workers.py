@@ -214,7 +214,8 @@ class ProcessPool:
         """``work(model, chunk)`` of each chunk, in the chunks' order.  An error
         raised by ``chunks`` is raised after the results of the chunks read before it."""
         chunks = iter(chunks)
-        idle, done = list(self.workers), {}
+        idle = list(self.workers)
+        done: dict[int, Any] = {}
         sent = next_out = 0
         source_error: BaseException | None = None
         limit = CHUNKS_PER_WORKER * len(self.workers)
@@ -247,7 +248,7 @@ class ProcessPool:
         except (BrokenPipeError, ConnectionResetError):
             raise self._died(worker) from None
 
-    def _receive(self, done: dict) -> list[_Worker]:
+    def _receive(self, done: dict[int, Any]) -> list[_Worker]:
         """Wait for at least one answer; returns the workers that became idle.
         A worker that could not build its model answers index -1 with its error."""
         ready = wait([w.connection for w in self.workers] + [w.process.sentinel for w in self.workers])

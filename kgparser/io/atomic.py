@@ -72,8 +72,10 @@ def output_target(path: str | Path) -> OutputTarget:
     """What writing to ``path`` means (see the module's docstring)."""
     text = str(path)
     named = _DESCRIPTOR.match(text)
-    if text in _STANDARD or named:
-        return OutputTarget(Path(text), stream=True, descriptor=_STANDARD.get(text) or int(named["fd"]))
+    if text in _STANDARD:
+        return OutputTarget(Path(text), stream=True, descriptor=_STANDARD[text])
+    if named:
+        return OutputTarget(Path(text), stream=True, descriptor=int(named["fd"]))
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -100,7 +102,7 @@ def temporary_name(path: Path) -> Path:
 
 def os_error_message(path: str | Path, error: OSError) -> str:
     """``PATH: CAUSE`` for an operating-system error, in words a user acts on."""
-    cause = {
+    causes: dict[int | None, str] = {
         errno.ENOSPC: "no space left on the device",
         errno.EDQUOT: "disk quota exceeded",
         errno.EACCES: "permission denied",
@@ -111,7 +113,8 @@ def os_error_message(path: str | Path, error: OSError) -> str:
         errno.ENOTDIR: "a part of the path is a file, not a folder",
         errno.EBADF: "not an open file descriptor of kgparser",
         errno.ENXIO: "no reader at the other end (a socket or a FIFO without reader)",
-    }.get(error.errno, error.strerror or str(error))
+    }
+    cause = causes.get(error.errno, error.strerror or str(error))
     return f"{path}: {cause}"
 
 
@@ -238,7 +241,7 @@ def remove_stale_temporaries(folder: str | Path, of: str | None = None) -> list[
     ``of``, if given) left by processes that no longer run (killed while
     writing); returns the removed paths."""
     folder = Path(folder)
-    removed = []
+    removed: list[Path] = []
     if not folder.is_dir():
         return removed
     for entry in folder.glob(f".{glob.escape(of)}.*.tmp" if of else ".*.tmp"):

@@ -57,7 +57,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO
 
 from conllu.parser import parse_comment_line, parse_dict_value
 
@@ -182,7 +182,9 @@ class Sentence:
         self.upos = [_nullable(cols[UPOS]) for cols in words]
         self.xpos = [_nullable(cols[XPOS]) for cols in words]
         self.feats = [_nullable(cols[FEATS]) for cols in words]
-        self.deprels = [None] + [_nullable(cols[DEPREL]) for cols in words]
+        deprels: list[str | None] = [None]
+        deprels.extend(_nullable(cols[DEPREL]) for cols in words)
+        self.deprels = deprels
         self.heads = self._parse_heads([cols[HEAD] for cols in words], require_tree)
         self._check_acyclic()
 
@@ -233,9 +235,9 @@ class Sentence:
         # one C call on every word line; the columns are looked at only when it finds white
         # space, mostly in FORM, LEMMA or MISC, where it is allowed
         if _SPACE.search(text):
-            for column in _UNSPACED:
-                if _SPACE.search(cols[column]):
-                    raise self._error(row, f"{COLUMN_NAMES[column]} {_shown(cols[column])!r} holds white space "
+            for index in _UNSPACED:
+                if _SPACE.search(cols[index]):
+                    raise self._error(row, f"{COLUMN_NAMES[index]} {_shown(cols[index])!r} holds white space "
                                            f"(CoNLL-U allows it in FORM, LEMMA and MISC only)")
         return cols
 
@@ -439,6 +441,7 @@ class SentenceList(list):
         as many sentences as the input had."""
         merged: list = list(self)
         for error in reversed(self.skipped):
+            assert error.position is not None and error.lines is not None  # set on every skipped sentence
             merged.insert(error.position, SkippedBlock(error.lines))
         return merged
 
@@ -493,7 +496,7 @@ def iter_sentences(lines: Iterable[str], source: str, lenient: bool = False, req
         yield sentence
 
 
-def _open_text(path: str | Path) -> TextIO:
+def _open_text(path: str | Path) -> io.TextIOWrapper:
     if str(path) == "-":
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="\n")
     path = Path(path)

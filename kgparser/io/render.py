@@ -20,10 +20,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from html import escape
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import KgparserError
 from .atomic import write_text
+
+if TYPE_CHECKING:
+    from .conllu import Sentence
 
 OUTPUT_FORMATS = ("conllu", "html", "svg")
 
@@ -128,7 +131,7 @@ class Layout:
     (index 0 unused), ``levels[d]`` the level of the arc onto d, ``top`` the
     highest level (the root's arrow comes from above it)."""
 
-    sentence: object
+    sentence: Sentence
     x: list[float]
     levels: list[int]
     top: int
@@ -183,9 +186,10 @@ def _tree(layout: Layout) -> str:
         x = layout.x[d]
         parts.append(f'<text class="kg-word" x="{x:.1f}" y="{feet + _WORDS_BELOW:.1f}" text-anchor="middle">'
                      f'{_text(sentence.forms[d - 1])}</text>')
-        if sentence.upos[d - 1]:
+        tag = sentence.upos[d - 1]
+        if tag:
             parts.append(f'<text class="kg-tag" x="{x:.1f}" y="{feet + _TAGS_BELOW:.1f}" text-anchor="middle">'
-                         f'{_text(sentence.upos[d - 1])}</text>')
+                         f'{_text(tag)}</text>')
         head = sentence.heads[d]
         if head == 0:
             parts.append(_root_arrow(x, feet, sentence.deprels[d]))

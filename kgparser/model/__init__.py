@@ -11,7 +11,7 @@ What a batch of sentences turns into is :attr:`Model.inputs`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
@@ -28,13 +28,17 @@ from .stepper import Encoded
 from .tagger import TAG_CLASS_OFFSET
 from .vocab import Vocabularies
 
+if TYPE_CHECKING:
+    from ..io.conllu import Sentence
+
 __all__ = ["CharTable", "Model", "Network", "SLOTS_PER_POSITION"]
 
 
 class Model:
     """Everything needed to score transitions for a batch of sentences."""
 
-    def __init__(self, config: Config, vocabs: Vocabularies, ext_words: Sequence[str] = (), ext_dim: int = 0):
+    def __init__(self, config: Config, vocabs: Vocabularies, ext_words: Sequence[str] = (),
+                 ext_dim: int = 0) -> None:
         self.config = config
         self.system = get_system(config.system.name, **config.system.options)
         self.vocabs = vocabs
@@ -68,7 +72,7 @@ class Model:
         return len(self.system.feature_names) * SLOTS_PER_POSITION
 
     @classmethod
-    def build(cls, config: Config, train_sentences) -> Model:
+    def build(cls, config: Config, train_sentences: Sequence[Sentence]) -> Model:
         """A new model: vocabularies from the training data, pretrained vectors
         if configured, fresh weights."""
         vocabs = Vocabularies.from_sentences(train_sentences, pos=config.model.pos,
@@ -103,7 +107,8 @@ class Model:
 
     # -- checkpoints ----------------------------------------------------------------------
 
-    def save(self, path: str | Path, epoch: int, dev: dict | None, training: dict | None = None) -> None:
+    def save(self, path: str | Path, epoch: int, dev: dict[str, Any] | None,
+             training: dict[str, Any] | None = None) -> None:
         """Write the checkpoint of this model after ``epoch`` to ``path``, atomically
         (``training``: what ``--resume`` needs, :mod:`kgparser.model.checkpoint`)."""
         save_checkpoint(checkpoint_data(self, epoch, dev, training), path)
@@ -120,7 +125,7 @@ class Model:
         except EncoderError as error:
             raise type(error)(f"{path}: {error}") from None
 
-    def to_data(self) -> dict:
+    def to_data(self) -> dict[str, Any]:
         """Plain data: config, vocabularies, inventories and CPU weights (no pickled objects)."""
         left_out = self._frozen_table_keys()
         return {
@@ -136,7 +141,7 @@ class Model:
         }
 
     @classmethod
-    def from_data(cls, data: dict, encoder: str | Path | None = None) -> Model:
+    def from_data(cls, data: dict[str, Any], encoder: str | Path | None = None) -> Model:
         """The model of :meth:`to_data`; ``encoder``: where its encoder is now (a
         folder or hub name), if not where the config says."""
         config = config_from_saved(data["config"])
@@ -176,12 +181,12 @@ class Model:
                 for key in module.state_dict()}
 
 
-def _encoder(config: Config):
+def _encoder(config: Config) -> Encoder | None:
     """The encoder of ``model.encoder`` (None without one)."""
     return Encoder(config.model.encoder) if config.model.encoder.path else None
 
 
-def _check_fingerprint(encoder, saved: str | None) -> None:
+def _check_fingerprint(encoder: Encoder | None, saved: str | None) -> None:
     """The encoder found must be the one the model was trained with."""
     if encoder is not None and saved is not None and encoder.fingerprint != saved:
         raise EncoderError(f"the encoder at {encoder.name} differs from the one the model was trained with "

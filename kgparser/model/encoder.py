@@ -66,7 +66,7 @@ import contextlib
 import hashlib
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -133,27 +133,29 @@ class Encoder:
 
     def __init__(self, cfg: EncoderConfig):
         transformers = _transformers()
-        self.name = cfg.path
+        path = cfg.path
+        assert path is not None  # an encoder is made only where model.encoder.path is set
+        self.name = path
         self.pooling = cfg.pooling
         #: trained with the parser (``model.encoder.finetune``), else frozen
         self.trainable = cfg.finetune
-        local = Path(cfg.path).is_dir()
-        if not local and Path(cfg.path).is_absolute():
-            raise EncoderNotFound(f"model.encoder.path: {cfg.path}: no such folder")
-        self.tokenizer = _loaded(transformers.AutoTokenizer, cfg.path, local)
+        local = Path(path).is_dir()
+        if not local and Path(path).is_absolute():
+            raise EncoderNotFound(f"model.encoder.path: {path}: no such folder")
+        self.tokenizer = _loaded(transformers.AutoTokenizer, path, local)
         if not self.tokenizer.is_fast:
-            raise EncoderError(f"model.encoder.path: {cfg.path}: has no fast tokenizer (tokenizer.json), "
+            raise EncoderError(f"model.encoder.path: {path}: has no fast tokenizer (tokenizer.json), "
                                f"which aligns subwords with words")
-        config = _loaded(transformers.AutoConfig, cfg.path, local)
+        config = _loaded(transformers.AutoConfig, path, local)
         self.prefix, self.suffix = self._special_tokens()
         self.boundary_ids = self._boundary_ids()
         total = config.num_hidden_layers
         self.layers = total if cfg.layers is None else cfg.layers
         if self.layers > total:
-            raise EncoderError(f"model.encoder.layers: {self.layers}: {cfg.path} has {total} layers")
+            raise EncoderError(f"model.encoder.layers: {self.layers}: {path} has {total} layers")
         self.table, self.model = self._table_or_model(cfg, config, local)
         # after the weights are loaded: a hub model's snapshot folder then holds them
-        self.fingerprint = fingerprint(Path(cfg.path) if local else _snapshot_folder(cfg.path))
+        self.fingerprint = fingerprint(Path(path) if local else _snapshot_folder(path))
         self.n_states = 1 if self.layers == 0 else self.layers + 1
         self.dim = self.table.embedding_dim if self.table is not None else config.hidden_size
         self.window, self.overlap = self._windows(cfg, config)
@@ -164,12 +166,12 @@ class Encoder:
         folder's safetensors file, else from the loaded model) and no model;
         else no table and the model, prepared."""
         try:
-            table = token_table(Path(cfg.path), config.vocab_size) if self.layers == 0 and local else None
+            table = token_table(Path(self.name), config.vocab_size) if self.layers == 0 and local else None
         except DamagedWeights as error:
             raise EncoderError(f"model.encoder.path: {error}") from None
         if table is not None:
             return table, None
-        model = _loaded(_transformers().AutoModel, cfg.path, local)
+        model = _loaded(_transformers().AutoModel, self.name, local)
         if self.layers == 0:
             return model.get_input_embeddings(), None
         return None, _prepared(model, self.layers, cfg.quantize, cfg.finetune)
@@ -253,7 +255,9 @@ class Encoder:
     def _batches(self, order: list[int], pieces: list) -> list[list[int]]:
         """Consecutive runs of ``order`` whose padded windows hold about
         :data:`TOKENS_PER_CALL` subwords for this device."""
-        batches, batch, windows, longest = [], [], 0, 0
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        windows, longest = 0, 0
         budget = TOKENS_PER_CALL.get(self.device.type, TOKENS_PER_CALL["cpu"])
         for i in order:
             count = len(pieces[i][0])
@@ -330,13 +334,13 @@ def _central_rows(count: int, starts: list[int], window: int, offset: int, strid
     (window ``k`` from row ``k * stride``, its subwords after ``offset`` leading
     special tokens), in the window whose centre is nearest."""
     position = np.arange(count)
-    starts = np.asarray(starts)
-    centres = starts + (min(count, window) - 1) / 2
+    firsts = np.asarray(starts)
+    centres = firsts + (min(count, window) - 1) / 2
     chosen = np.searchsorted((centres[:-1] + centres[1:]) / 2, position)
-    return chosen * stride + offset + position - starts[chosen]
+    return chosen * stride + offset + position - firsts[chosen]
 
 
-def _prepared(model: nn.Module, layers: int, quantize: bool, trainable: bool) -> nn.Module:
+def _prepared(model: Any, layers: int, quantize: bool, trainable: bool) -> nn.Module:
     """The model cut to its bottom ``layers`` layers, in evaluation mode, frozen
     (``trainable``: all but its token-embedding table), its linear layers
     quantized to int8 where asked."""

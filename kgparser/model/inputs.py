@@ -234,8 +234,8 @@ class Inputs:
         # process would keep growing (BENCHMARKS.md, "Parsing a corpus"); these groups are 3-6%
         # of a parse either way
         with torch.backends.mkldnn.flags(enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None):
-            for _, same_length in itertools.groupby(forms, key=_char_count):
-                same_length = list(same_length)
+            for _, group_forms in itertools.groupby(forms, key=_char_count):
+                same_length = list(group_forms)
                 for start in range(0, len(same_length), group):
                     parts.append(self.network.char_vectors(*self._char_ids(same_length[start:start + group])))
         parts.append(parts[0].new_zeros(1, parts[0].shape[1]))

@@ -10,7 +10,7 @@ and maps between names and positions; the checkpoint keeps the order
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -26,7 +26,7 @@ class ActionInventory:
     column per label, in label order, starting at ``action_columns[action][0]``.
     """
 
-    def __init__(self, actions: Sequence[str], arc_actions: Sequence[str], labels: Sequence[str]):
+    def __init__(self, actions: Sequence[str], arc_actions: Iterable[str], labels: Sequence[str]):
         self.actions = list(actions)
         self.arc_actions = frozenset(arc_actions)
         self.labels = list(labels)
@@ -46,7 +46,8 @@ class ActionInventory:
         self.column_label = torch.tensor(self._label_outputs(), dtype=torch.int64)
 
     def _columns(self) -> tuple[list[tuple[str, str | None]], dict[str, tuple[int, int]]]:
-        columns, spans = [], {}
+        columns: list[tuple[str, str | None]] = []
+        spans: dict[str, tuple[int, int]] = {}
         for action in self.actions:
             start = len(columns)
             if action in self.arc_actions:

@@ -34,6 +34,7 @@ without gold tags.  With ``gold`` or ``none`` the tagger reads the top layer
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import nn
@@ -54,6 +55,16 @@ def _tag_dim(cfg: ModelConfig) -> int:
 
 
 class Network(nn.Module):
+    # the optional layers (None where the configuration leaves them out)
+    word_emb: nn.Embedding | None
+    tag_emb: nn.Embedding | None
+    ext_emb: nn.Embedding | None
+    encoder_mix: EncoderMix | None
+    char_emb: nn.Embedding | None
+    char_lstm: nn.LSTM | None
+    taggers: TagHeads | None
+    finetuned_encoder: nn.Module | None
+
     def __init__(self, cfg: ModelConfig, *, n_words: int, n_tags: int, n_chars: int, n_ext: int,
                  ext_dim: int, n_positions: int, n_actions: int, n_arc_transitions: int,
                  tag_classes: dict[str, int] | None = None, encoder_states: tuple[int, int] = (0, 0),
@@ -131,11 +142,12 @@ class Network(nn.Module):
     def embedding_tables(self) -> dict[str, nn.Parameter]:
         """The word and pretrained-vector tables by the input key of their ids: large,
         and a batch touches few of their rows (data-parallel training sends only those)."""
-        return {key: table.weight for key, table in (("words", self.word_emb), ("ext", self.ext_emb))
-                if table is not None}
+        return {key: cast(nn.Parameter, table.weight)
+                for key, table in (("words", self.word_emb), ("ext", self.ext_emb)) if table is not None}
 
     def set_pretrained(self, vectors: torch.Tensor, freeze: bool) -> None:
         """Initialise the pretrained table (rows 0 and 1, padding and unknown, stay zero)."""
+        assert self.ext_emb is not None  # called only for a model with pretrained vectors
         with torch.no_grad():
             self.ext_emb.weight.zero_()
             self.ext_emb.weight[2:2 + len(vectors)] = vectors
@@ -145,6 +157,7 @@ class Network(nn.Module):
         """Final states of the character BiLSTM, forward and backward, for every form
         given by its right-padded characters ``[forms, longest]`` and their lengths
         (forms of one length need no packing, which costs a sort and a copy)."""
+        assert self.char_emb is not None and self.char_lstm is not None  # called only for a character model
         x = self.char_emb(chars)
         if int(char_lengths.min()) < chars.shape[1]:
             x = pack_padded_sequence(x, char_lengths, batch_first=True, enforce_sorted=False)
@@ -170,6 +183,7 @@ class Network(nn.Module):
         """Scores ``[tokens, classes]`` of each predicted column for every token row (ROOT
         included, as :meth:`encode`'s rows); of a hierarchical model only the first
         BiLSTM layer runs.  ``lower``: that layer's output when already computed."""
+        assert self.taggers is not None  # called only for a model with a tagger
         if lower is None:
             lower = self._lower_layers(inputs)
         return self.taggers(_token_rows(lower, inputs.token_rows))
@@ -183,6 +197,7 @@ class Network(nn.Module):
     def _upper_layers(self, lower: torch.Tensor, inputs: Batch) -> torch.Tensor:
         """The layers above the first of a hierarchical model, reading the first
         layer's output with the vectors of the tags the tagger predicts for it."""
+        assert self.taggers is not None  # a hierarchical model has a tagger (checked by the config)
         scores = self.taggers.heads[self.pos_column](lower)
         tags = self._tag_vectors(scores, inputs)
         return self._bilstm(torch.cat([lower, tags], dim=2), inputs.reverse, 1, len(self.forward_lstms))
@@ -192,6 +207,7 @@ class Network(nn.Module):
         (ROOT, and the input's own tags at parse time), elsewhere of the best
         predicted tag (``soft``: the embeddings weighted by the predicted
         probabilities, which is differentiable)."""
+        assert self.tag_emb is not None  # a hierarchical model reads tags (the config checks model.pos_dim > 0)
         table = self.tag_emb.weight[TAG_CLASS_OFFSET:]  # class c is tag id c + offset
         if self.soft_tags:
             predicted = torch.softmax(scores, dim=2) @ table
@@ -221,6 +237,7 @@ class Network(nn.Module):
         table = inputs.char_vectors
         if table is not None:
             return table
+        assert inputs.chars is not None and inputs.char_lengths is not None  # given without char_vectors
         vectors = self.char_vectors(inputs.chars, inputs.char_lengths)
         return torch.cat([vectors, vectors.new_zeros(1, vectors.shape[1])])
 
@@ -231,7 +248,7 @@ class Network(nn.Module):
         sequences this keeps CPU training on the fused LSTM kernels (about 2x faster)."""
         index = reverse.unsqueeze(2)
         for layer in range(start, stop):
-            forward, backward = self.forward_lstms[layer], self.backward_lstms[layer]
+            forward, backward = cast(nn.LSTM, self.forward_lstms[layer]), cast(nn.LSTM, self.backward_lstms[layer])
             rate = self.lstm_dropout if layer else self.input_dropout
             if rate and self.training:
                 x = nn.functional.dropout(x, rate)

@@ -16,7 +16,7 @@ predicted class indexes the embedding table directly (see
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from torch import nn
@@ -70,7 +70,8 @@ def tagging_loss(scores: dict[str, torch.Tensor], targets: dict[str, torch.Tenso
     """Cross-entropy summed over the words and columns, and the number of words scored."""
     total = sum(nn.functional.cross_entropy(scores[column], target, ignore_index=IGNORED, reduction="sum")
                 for column, target in targets.items())
-    return total, sum(int((target != IGNORED).sum()) for target in targets.values())
+    # a tensor: a model with a tagger predicts at least one column
+    return cast(torch.Tensor, total), sum(int((target != IGNORED).sum()) for target in targets.values())
 
 
 def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> list[dict[str, list[str]]]:

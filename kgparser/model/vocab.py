@@ -99,7 +99,8 @@ class Vocabularies:
     @classmethod
     def from_data(cls, data: dict) -> Vocabularies:
         columns = {column: Vocab.from_data(d) for column, d in data.get("tag_columns", {}).items()}
-        return cls(*(Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels")), columns)
+        words, tags, chars, labels = (Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels"))
+        return cls(words, tags, chars, labels, columns)
 
 
 #: FEATS of a word without features: in UD an empty set, written ``_``

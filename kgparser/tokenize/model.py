@@ -208,7 +208,8 @@ def make_chunks(symbols: np.ndarray, classes: np.ndarray, paragraph_lengths: lis
     if not starts:
         empty = np.zeros(0, dtype=np.int64)
         return Chunks(np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64), empty, empty, empty, empty)
-    return _gather(symbols, classes, *map(np.concatenate, (starts, stops, first, last)), context)
+    start_at, stop_at, first_at, last_at = map(np.concatenate, (starts, stops, first, last))
+    return _gather(symbols, classes, start_at, stop_at, first_at, last_at, context)
 
 
 def _gather(symbols, classes, starts, stops, para_starts, para_ends, context) -> Chunks:

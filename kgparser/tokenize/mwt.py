@@ -36,7 +36,8 @@ class MultiwordExpander:
     @classmethod
     def learn(cls, tokens: Iterable[tuple[str, Expansion]]) -> MultiwordExpander:
         """Learn from ``(form, words)`` of the training file's tokens."""
-        multiword, single = Counter(), Counter()
+        multiword: Counter[str] = Counter()
+        single: Counter[str] = Counter()
         exact: dict[str, Counter] = defaultdict(Counter)
         lowered: dict[str, Counter] = defaultdict(Counter)
         rules: dict[str, Counter] = defaultdict(Counter)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..errors import KgparserError
 from ..io.conllu import Sentence
 from ..rawtext import paragraph_spans
 from .data import ENDS, MWT_ENDS, SENTENCE_ENDS, LabelledText, labelled_text
@@ -49,6 +50,8 @@ def train_tokenizer(train: Sequence[Sentence], dev: Sequence[Sentence] | None = 
     """A tokenizer trained on the running text of ``train``, the epoch that
     scores best on ``dev`` kept (the last one without ``dev``)."""
     config = config or TokenizerConfig()
+    if config.epochs < 1:
+        raise KgparserError(f"tokenizer epochs: must be at least 1, got {config.epochs}")
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     data = labelled_text(train)
@@ -74,6 +77,7 @@ def train_tokenizer(train: Sequence[Sentence], dev: Sequence[Sentence] | None = 
             stale += 1
             if stale >= config.patience:
                 break
+    assert best_state is not None  # the first epoch is always kept
     tokenizer.tagger.load_state_dict(best_state)
     tokenizer.tagger.eval()
     return tokenizer

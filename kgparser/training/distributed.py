@@ -44,7 +44,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Callable, Iterator, Mapping, NoReturn
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Protocol
 
 import torch
 
@@ -181,7 +181,13 @@ def _launcher_silenced() -> Iterator[None]:
         logging.disable(logging.NOTSET)
 
 
-def _failure_line(failures: Mapping[int, object], first: int, nproc: int) -> str:
+class _Failure(Protocol):
+    """What the launcher reports of a failed process (its ``ProcessFailure``)."""
+
+    exitcode: int
+
+
+def _failure_line(failures: Mapping[int, _Failure], first: int, nproc: int) -> str:
     """What went wrong, from the exit codes of the failed processes (``first``
     failed first).  The processes that lost a peer say how; the others are the
     cause: stopped (the survivors timed out, then the launcher killed it),
@@ -191,7 +197,7 @@ def _failure_line(failures: Mapping[int, object], first: int, nproc: int) -> str
     if failures[first].exitcode == EXIT_PEER_SILENT:
         return f"{_ranks(causes)} {_stopped_answering()}; {RESUMABLE}"
     rank = first if first in causes else next(iter(causes), None)
-    code = failures[rank].exitcode if rank in failures else None
+    code = failures[rank].exitcode if rank is not None and rank in failures else None
     if code is None:
         return f"{_ranks(causes)} died; {RESUMABLE}"
     if code < 0:
@@ -286,7 +292,7 @@ class GradientAverager:
         self.row_sparse = list(tables.values())
         self.world = world
         #: this batch's rows per table and the pending exchange of the counts
-        self._announced: tuple[list[torch.Tensor], torch.Tensor, object] | None = None
+        self._announced: tuple[list[torch.Tensor], torch.Tensor, Any] | None = None
 
     def batch_started(self, batch: Batch) -> None:
         """Note the rows this batch can touch (its ids in each table) and start
@@ -326,7 +332,9 @@ class GradientAverager:
     def _average_rows(self) -> None:
         """Each table's gradient rows averaged over the processes."""
         tables = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.row_sparse]
-        (rows, counts, exchange), self._announced = self._announced, None
+        announced, self._announced = self._announced, None
+        assert announced is not None  # __call__ checks that batch_started() announced the rows
+        rows, counts, exchange = announced
         _collective(exchange.wait)
         for table, grad, mine, counted in zip(self.row_sparse, tables, rows, counts.long().tolist()):
             table.grad = self._summed_rows(grad, mine, counted)

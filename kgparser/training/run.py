@@ -176,6 +176,7 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
                 raise _diverged(error, epoch + 1, config, out) from None
             if not world.main:
                 continue
+            assert metrics is not None  # the main process writes the metrics
             record = _epoch_record(trainer, stats, seconds, skipped_share, epoch + 1)
             best_las, best_epoch = _evaluate_and_save(trainer, dev_sentences, epoch + 1, record,
                                                       best_las, best_epoch, out, metrics, world)
@@ -238,6 +239,7 @@ def _final_test(config: Config, out: Path, test_sentences, metrics: MetricsFile 
     (None without test data)."""
     test = _test_scores(config, out, test_sentences) if test_sentences else None
     if test:
+        assert metrics is not None  # only the main process reads the test data
         metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
                        **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
         log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
@@ -412,7 +414,7 @@ def length_batches(lengths: list[int], batch_size: int, rng: random.Random, pool
     (less padding for the BiLSTM, still a random order)."""
     order = list(range(len(lengths)))
     rng.shuffle(order)
-    batches = []
+    batches: list[list[int]] = []
     span = batch_size * pool
     for start in range(0, len(order), span):
         chunk = sorted(order[start:start + span], key=lengths.__getitem__)

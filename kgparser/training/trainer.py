@@ -26,18 +26,23 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import torch
 
 from ..config import Config
 from ..errors import KgparserError
+from ..io.conllu import Sentence
 from ..model import Model
 from ..model.stepper import Step, Stepper
 from ..model.tagger import tag_targets, tagging_loss
+from ..transitions.base import DynamicOracle, StaticOracle
 from .averaging import WeightAverage
 from .exploration import ExplorationPolicy
+
+if TYPE_CHECKING:
+    from .distributed import GradientAverager
 
 STATIC, DYNAMIC, STATIC_DYNAMIC = "static", "dynamic", "static-dynamic"
 #: a batch whose hinge loss per scored decision exceeds this many margins has
@@ -54,7 +59,7 @@ class Diverged(KgparserError):
 class Example:
     """A training sentence with its gold tree."""
 
-    sentence: object
+    sentence: Sentence
     heads: list[int]
     labels: list[int]
     buildable: bool
@@ -139,7 +144,7 @@ class Trainer:
         self.average = WeightAverage(params, cfg.ema_decay) if cfg.ema_decay > 0 else None
         #: averages the gradients over processes between backward and the step, told
         #: each batch's inputs first (:class:`~kgparser.training.distributed.GradientAverager`)
-        self.synchronize = None
+        self.synchronize: GradientAverager | None = None
         #: the columns of the system's ``static_actions`` (``static-dynamic`` training)
         self.static_columns = model.inventory.mask(self.system.static_actions)
 
@@ -247,8 +252,8 @@ class _SentenceOracle:
     """How one sentence is taught: its mode and the oracles that mode reads."""
 
     mode: str
-    static: object
-    dynamic: object
+    static: StaticOracle | None
+    dynamic: DynamicOracle | None
 
 
 class _Teacher:
@@ -332,9 +337,12 @@ class _Teacher:
         columns, system = self.inventory.action_columns, self.system
         mode, static, dynamic = oracle.mode, oracle.static, oracle.dynamic
         if mode == STATIC:
+            assert static is not None  # made for this mode (Trainer._oracle)
             column = self._column(state, static.next_action(state), example)
             return [column], column
+        assert dynamic is not None  # made for every mode but STATIC (Trainer._oracle)
         if mode == STATIC_DYNAMIC:
+            assert static is not None
             action = static.next_action(state)
             if action in system.static_actions:
                 column = self._column(state, action, example)
