@@ -22,7 +22,7 @@
 # From raw text (PIPELINE=morphologizer,parser): spaCy's whole pipeline, its
 # tokenizer, its parser's sentence boundaries and its morphologizer's UPOS and
 # FEATS, trained on the treebank WITH its tags (as kgparser's tagger is).
-# `raw` writes the gold test file's text (kgparser.rawtext.text_of: what
+# `raw` writes the gold test file's text (kgparser.io.rawtext.text_of: what
 # `kgparser parse --input-format raw` reads) to $WORK/raw/test.txt, parses it
 # with spaCy (spacy_conllu.py parse-raw) and with each kgparser checkpoint
 # MODEL (--input-format raw; :ENCODER is its --encoder), parses the test
@@ -189,7 +189,7 @@ raw() {
     local gold=$UD/$PREFIX-test.conllu
     mkdir -p "$out"
     # the gold test file's text, rewritten only when it changes
-    "$KGPY" -c 'import sys; from kgparser.io.conllu import read_conllu; from kgparser.rawtext import text_of
+    "$KGPY" -c 'import sys; from kgparser.io.conllu import read_conllu; from kgparser.io.rawtext import text_of
 sys.stdout.write(text_of(read_conllu(sys.argv[1])))' "$gold" > "$out/test.txt.new"
     if cmp -s "$out/test.txt.new" "$out/test.txt"; then rm "$out/test.txt.new"; else mv "$out/test.txt.new" "$out/test.txt"; fi
     [ -f "$WORK/test.conllu" ] || "$PY" "$HELPER" strip --tree "$gold" "$WORK/test.conllu"

@@ -71,7 +71,7 @@ def _texts(test: Path, stem: Path) -> tuple[Path, Path]:
     """The test file's forms (one sentence per line) and its rebuilt raw text, made once."""
     text, raw = stem.with_suffix(".tok.txt"), stem.with_suffix(".raw.txt")
     if not text.exists():
-        code = ("import sys; from kgparser.io.conllu import read_conllu; from kgparser.rawtext import text_of; "
+        code = ("import sys; from kgparser.io.conllu import read_conllu; from kgparser.io.rawtext import text_of; "
                 "s = read_conllu(sys.argv[1]); "
                 "open(sys.argv[2], 'w', encoding='utf-8').write(''.join(' '.join(x.forms) + '\\n' for x in s)); "
                 "open(sys.argv[3], 'w', encoding='utf-8').write(text_of(s))")

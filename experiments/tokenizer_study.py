@@ -1,8 +1,8 @@
 """The learned tokenizer (kgparser.tokenize) beside spaCy's rules on a UD
 treebank's test text: train on the training file (development file for early
-stopping), rebuild the test file's running text (kgparser.rawtext.text_of),
+stopping), rebuild the test file's running text (kgparser.io.rawtext.text_of),
 segment it as `kgparser parse --input-format raw` reads raw text (paragraphs
-at blank lines, windows of rawtext.WINDOW characters), and score Tokens,
+at blank lines, windows of io.rawtext.WINDOW characters), and score Tokens,
 Sentences and Words F1 with the aligned scorer (the CoNLL 2018 shared task's
 method, kgparser.evaluation.aligned); also characters/s of the tokenizer on
 one thread.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import io
 import os
 import time
 
@@ -23,44 +24,15 @@ import torch
 
 from kgparser.evaluation.aligned import evaluate_aligned
 from kgparser.io.conllu import read_conllu
-from kgparser.rawtext import _LAST_SPACE, _NON_SPACE, WINDOW, RawReader, paragraph_spans, raw_sentences, text_of
+from kgparser.io.rawtext import WINDOW, paragraph_spans, stream_raw, text_of
 from kgparser.tokenize.model import Tokenizer, TokenizerConfig
+from kgparser.tokenize.rules import raw_sentences
 from kgparser.tokenize.train import train_tokenizer
 
 
-class LearnedReader(RawReader):
-    """:class:`~kgparser.rawtext.RawReader` with the learned tokenizer in
-    place of spaCy's rules (the same paragraphs and windows)."""
-
-    def __init__(self, tokenizer: Tokenizer, source: str = "<text>"):
-        self.tokenizer = tokenizer
-        self.source = source
-        self.pending, self.line, self.taken, self.in_paragraph = "", 1, 0, False
-
-    def _paragraphs(self, view, spans, end):
-        sentences, first_of_paragraph = [], []
-        starts = [start for start, _ in spans]
-        for paragraph in self.tokenizer.segment([view[a:b] for a, b in spans], starts):
-            first_of_paragraph.append(len(sentences))
-            sentences += paragraph
-        if self.in_paragraph:
-            first_of_paragraph.pop(0)
-        self.in_paragraph = False
-        return self._give(sentences, end, first_of_paragraph)
-
-    def _window(self, view, start):
-        space = _LAST_SPACE.search(view, start, start + WINDOW)
-        cut = space.start() if space else start + WINDOW
-        [sentences] = self.tokenizer.segment([view[start:cut]], [start])
-        end = sentences.pop()[0].start if len(sentences) > 1 else _NON_SPACE.search(view, cut).start()
-        first_of_paragraph = [] if self.in_paragraph else [0]
-        self.in_paragraph = True
-        return self._give(sentences, end, first_of_paragraph)
-
-
 def learned_sentences(tokenizer: Tokenizer, text: str):
-    reader = LearnedReader(tokenizer)
-    return reader.feed(text) + reader.close()
+    """The text read as ``parse --input-format raw`` reads it, the learned tokenizer as the segmenter."""
+    return list(stream_raw(io.StringIO(text), "<text>", tokenizer))
 
 
 def scores(gold, pred) -> dict[str, float]:

@@ -11,7 +11,7 @@ from test_parser import assert_valid_tree
 
 from kgparser.cli import main
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
-from kgparser.rawtext import RawTextError, escape, paragraph_spans, text_of, unescape
+from kgparser.io.rawtext import RawTextError, escape, paragraph_spans, text_of, unescape
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
 
@@ -81,7 +81,7 @@ def test_a_treebank_text_is_its_tokens_and_paragraphs():
 def test_language_from_the_model_and_lang_overrides(parser, monkeypatch):
     assert parser.lang == "en"
     blank = []
-    import kgparser.rawtext as rawtext
+    import kgparser.tokenize.rules as rawtext
 
     original = rawtext.blank_pipeline
     monkeypatch.setattr(rawtext, "blank_pipeline", lambda lang: blank.append(lang) or original(lang))
@@ -92,7 +92,7 @@ def test_language_from_the_model_and_lang_overrides(parser, monkeypatch):
 
 def test_language_from_a_ud_file_name():
     from kgparser.config import config_from_dict
-    from kgparser.rawtext import model_language
+    from kgparser.tokenize.rules import model_language
 
     assert model_language(config_from_dict({"data": {"train": "x/hu_szeged-ud-train.conllu"}})) == "hu"
     assert model_language(config_from_dict({"data": {"train": "train.conllu", "lang": "tr"}})) == "tr"
@@ -132,7 +132,7 @@ def test_a_model_without_a_language_asks_for_one(parser):
 
 
 def test_without_spacy_one_line_says_what_to_install(monkeypatch):
-    import kgparser.rawtext as rawtext
+    import kgparser.tokenize.rules as rawtext
 
     monkeypatch.setitem(sys.modules, "spacy", None)
     rawtext.blank_pipeline.cache_clear()
@@ -150,37 +150,40 @@ def _conllu(sentences) -> str:
 
 @pytest.mark.parametrize("window", [60, 150, 1000])
 def test_long_paragraphs_read_in_windows_give_what_one_reading_gives(parser, monkeypatch, window):
-    from kgparser import rawtext
+    from kgparser.io import rawtext
+    from kgparser.tokenize.rules import raw_sentences
 
     text = f"A short one.\n\n{LONG_PARAGRAPH}\n\nAnother short one. {LONG_PARAGRAPH}\n"
-    whole = _conllu(rawtext.raw_sentences(text, "en"))
+    whole = _conllu(raw_sentences(text, "en"))
     monkeypatch.setattr(rawtext, "WINDOW", window)
-    assert _conllu(rawtext.raw_sentences(text, "en")) == whole
+    assert _conllu(raw_sentences(text, "en")) == whole
 
 
 @pytest.mark.parametrize("size", [1, 7, 64, 10_000])
 def test_text_fed_in_pieces_of_any_size_gives_the_same_sentences(monkeypatch, size):
-    from kgparser import rawtext
+    from kgparser.io import rawtext
+    from kgparser.tokenize.rules import SpacyRules, raw_sentences
 
     pytest.importorskip("spacy")
     monkeypatch.setattr(rawtext, "WINDOW", 100)
     text = f"  First.\r\n \t\n\nSecond {LONG_PARAGRAPH}\n \nThird\x07 one.\n\n\n"
-    reader = rawtext.RawReader("en", "in.txt")
+    reader = rawtext.RawReader(SpacyRules("en"), "in.txt")
     sentences = [s for start in range(0, len(text), size) for s in reader.feed(text[start:start + size])]
     sentences += reader.close()
-    assert _conllu(sentences) == _conllu(rawtext.raw_sentences(text, "en", "in.txt"))
+    assert _conllu(sentences) == _conllu(raw_sentences(text, "en", "in.txt"))
     assert text_of(sentences) == text
     assert [s.sent_id for s in sentences] == [str(i) for i in range(1, len(sentences) + 1)]
     assert [s.line for s in sentences][:2] == [1, 4] and sentences[-1].line == 6
 
 
 def test_a_sentence_longer_than_a_window_ends_at_its_last_white_space(monkeypatch):
-    from kgparser import rawtext
+    from kgparser.io import rawtext
+    from kgparser.tokenize.rules import raw_sentences
 
     pytest.importorskip("spacy")
     monkeypatch.setattr(rawtext, "WINDOW", 30)
     text = "no punctuation anywhere in this long text of many words " * 3 + "x" * 70
-    sentences = rawtext.raw_sentences(text, "en")
+    sentences = raw_sentences(text, "en")
     assert text_of(sentences) == text
     assert all(len(s.metadata["text"]) <= 30 for s in sentences)
     assert [s.forms for s in sentences][-3:] == [["x" * 30], ["x" * 30], ["x" * 10]]
@@ -221,7 +224,7 @@ def test_control_characters_are_white_space_and_the_text_rebuilds(parser, tmp_pa
 @pytest.mark.parametrize("lang, package", [("ja", "sudachipy"), ("ko", "natto-py"), ("th", "pythainlp"),
                                            ("vi", "pyvi")])
 def test_a_tokenizer_that_needs_another_package_names_it(lang, package):
-    from kgparser import rawtext
+    from kgparser.tokenize import rules as rawtext
 
     spacy = pytest.importorskip("spacy")
     try:

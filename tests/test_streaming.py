@@ -319,7 +319,7 @@ def test_an_encoder_model_moved_since_training_parses_alike_in_workers(corpus, t
 def test_raw_and_tokenized_text_give_the_same_output_in_chunks(checkpoint, tmp_path, input_format):
     if input_format == "raw":
         pytest.importorskip("spacy")
-    from kgparser.rawtext import text_of
+    from kgparser.io.rawtext import text_of
 
     source = tmp_path / "in.txt"  # paragraphs, white space before, between and after them
     source.write_text("  \n" + text_of(parse_conllu(sample_data_path("dev").read_text(encoding="utf-8"))) +

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
-from kgparser.rawtext import build_sentences, text_of
+from kgparser.io.rawtext import build_sentences, text_of
 from kgparser.tokenize.data import INSIDE, MWT_END, OUTSIDE, SENTENCE_END, TOKEN_END, labelled_text
 from kgparser.tokenize.model import Tokenizer, TokenizerConfig
 from kgparser.tokenize.mwt import MultiwordExpander
@@ -80,7 +80,7 @@ def test_it_learns_sentences_without_punctuation_tokens_and_multiword_tokens(tok
 
 def test_spacys_rules_split_neither_those_sentences_nor_that_multiword_token():
     pytest.importorskip("spacy")
-    from kgparser.rawtext import raw_sentences
+    from kgparser.tokenize.rules import raw_sentences
 
     [sentence] = raw_sentences("the cat sees a dog amen the cow eats fishya amen", "en")
     assert "fishya" in sentence.forms and not sentence.multiword_tokens
@@ -121,7 +121,7 @@ def test_each_paragraph_ends_with_a_token_that_ends_a_sentence(tokenizer):
 
 
 def reader_windows(tokenizer: Tokenizer, text: str, window: int) -> list[list[tuple[int, int]]]:
-    """The sentences of one paragraph as :class:`kgparser.rawtext.RawReader`
+    """The sentences of one paragraph as :class:`kgparser.io.rawtext.RawReader`
     reads a long one: windows that end at the last white space, the last
     sentence of each read again at the start of the next."""
     sentences, start = [], 0

@@ -12,7 +12,7 @@ time (:data:`DEFAULT_CHUNK_SIZE`: enough for the decoder's batches of
 sentences of similar length to fill), so memory holds a few chunks whatever
 the input's size: CoNLL-U, pre-tokenized text and raw text, from a file,
 ``.gz`` or standard input.  A chunk never splits a sentence, and raw text is
-tokenized as it is read whatever its layout (:class:`~kgparser.rawtext.RawReader`:
+tokenized as it is read whatever its layout (:class:`~kgparser.io.rawtext.RawReader`:
 the same sentences whatever the pieces read), so the output is the same,
 byte for byte, for every chunk size and number of processes.  With ``processes`` > 1 the chunks
 are parsed by that many worker processes (:mod:`kgparser.inference.workers`) and

@@ -90,8 +90,8 @@ class Parser:
 
     @property
     def lang(self) -> str | None:
-        """The language the model was trained on (:func:`kgparser.rawtext.model_language`), or None."""
-        from ..rawtext import model_language
+        """The language the model was trained on (:func:`kgparser.tokenize.rules.model_language`), or None."""
+        from ..tokenize.rules import model_language
 
         return model_language(self.model.config)
 
@@ -102,7 +102,7 @@ class Parser:
         with ``input_format="text"``, a pre-tokenized text file or a list of lines
         (one sentence per line, tokens separated by spaces: :mod:`kgparser.io.plaintext`);
         with ``input_format="raw"``, raw text (a str) or a raw text file (a Path),
-        tokenized by spaCy for ``lang`` (default :attr:`lang`: :mod:`kgparser.rawtext`).
+        tokenized by spaCy for ``lang`` (default :attr:`lang`: :mod:`kgparser.tokenize.rules`).
 
         Returns Sentences with HEAD and DEPREL set (copies: inputs are left unchanged);
         every other column and comment is kept.  ``constraints``: see the module
@@ -126,9 +126,9 @@ class Parser:
 
     def _raw_tokenizer(self, lang: str | None) -> RawTokenizer:
         """What tokenizes raw text for this model: spaCy's rules for ``lang`` or the model's language."""
-        from ..rawtext import stream_raw
+        from ..tokenize.rules import read_rules
 
-        return functools.partial(stream_raw, lang=lang or self.lang)
+        return functools.partial(read_rules, lang=lang or self.lang)
 
     def _parse_function(self, options: dict[str, Any]) -> ParseFunction:
         """The parse sequence with :meth:`parse`'s ``options`` and this parser's

@@ -38,7 +38,8 @@ from spacy.pipeline import Sentencizer
 from spacy.util import minibatch
 
 from ..errors import KgparserError
-from ..rawtext import build_sentences, doc_words
+from ..io.rawtext import build_sentences
+from ..tokenize.rules import doc_words
 from .options import checked_batch_size
 
 MODEL_FILE = "model.pt"

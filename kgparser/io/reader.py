@@ -13,7 +13,7 @@ decompressed) or data in memory, in one of the :data:`INPUT_FORMATS`:
 ``raw``
     Running text; in memory, the text itself (a str).  Raw text is tokenized
     by the function the caller hands down (``raw``: the model's tokenizer or
-    spaCy's rules, :mod:`kgparser.rawtext`), which reads an open text stream.
+    spaCy's rules, :mod:`kgparser.tokenize.rules`), which reads an open text stream.
 
 The sentences come as they are read, so a corpus of any size is read in
 flat memory (:mod:`kgparser.inference.corpus` parses them chunk by chunk);

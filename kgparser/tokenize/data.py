@@ -1,7 +1,7 @@
 """Training text and character labels from a treebank.
 
 The text is the treebank's running text exactly as
-:func:`kgparser.rawtext.text_of` rebuilds it (tokens, ``SpaceAfter`` /
+:func:`kgparser.io.rawtext.text_of` rebuilds it (tokens, ``SpaceAfter`` /
 ``SpacesAfter``, a blank line before each ``# newpar`` / ``# newdoc``), so the
 model learns from text as a reader gives it, sentences in their context, not
 one sentence at a time.  Each character gets one label, as UDPipe's
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.conllu import Sentence
-from ..rawtext import _after, _starts_paragraph, surface_tokens, unescape
+from ..io.rawtext import _after, _starts_paragraph, surface_tokens, unescape
 
 #: the character labels: white space between tokens, a token's character but
 #: its last, and the last character of a token, a multiword token, a
@@ -57,7 +57,7 @@ class LabelledText:
 
 def token_words(sentence: Sentence) -> list[tuple[str, dict, tuple[str, ...]]]:
     """``(form, MISC, words)`` of each token of a sentence as written in the
-    text (:func:`kgparser.rawtext.surface_tokens`), with the forms of its words."""
+    text (:func:`kgparser.io.rawtext.surface_tokens`), with the forms of its words."""
     ranges = {first: last for first, last, _ in sentence.multiword_tokens}
     tokens = []
     first = 1
@@ -69,7 +69,7 @@ def token_words(sentence: Sentence) -> list[tuple[str, dict, tuple[str, ...]]]:
 
 
 def labelled_text(sentences: Sequence[Sentence]) -> LabelledText:
-    """The running text of ``sentences`` (exactly :func:`kgparser.rawtext.text_of`'s)
+    """The running text of ``sentences`` (exactly :func:`kgparser.io.rawtext.text_of`'s)
     with its tokens and character labels."""
     pieces: list[str] = []
     length = 0

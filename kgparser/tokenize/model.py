@@ -5,7 +5,7 @@ training text's characters, with an unknown entry) and its class (upper or
 lower case letter, digit, punctuation, the space, other white space, ...),
 so that case is one learned feature rather than a doubled vocabulary;
 control characters and lone surrogates are white space, as
-:mod:`kgparser.rawtext` has them (no token holds one).  A BiLSTM over the
+:mod:`kgparser.io.rawtext` has them (no token holds one).  A BiLSTM over the
 characters and a linear layer give each character's label
 (:mod:`kgparser.tokenize.data`), as in UDPipe's tokenizer (Straka &
 Straková 2017: character embeddings, a bidirectional GRU, per-character
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..rawtext import _NONSPACE_CONTROL, Word
+from ..io.rawtext import _NONSPACE_CONTROL, Word
 from .data import ENDS, INSIDE, MWT_ENDS, MWT_SENTENCE_END, OUTSIDE, SENTENCE_END, SENTENCE_ENDS
 from .mwt import MultiwordExpander
 
@@ -100,7 +100,7 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
 
 def _unwritable(char: str, category: str) -> bool:
     """Whether a character is white space to the tokenizer: white space,
-    control characters (as :func:`kgparser.rawtext.whitespace_view` has them)
+    control characters (as :func:`kgparser.io.rawtext.whitespace_view` has them)
     and lone surrogates, which no word may hold."""
     return char.isspace() or bool(_NONSPACE_CONTROL.match(char)) or category == "Cs"
 
@@ -270,7 +270,7 @@ class Tokenizer:
 
     def segment(self, paragraphs: list[str], offsets: Sequence[int] | None = None) -> list[list[list[Word]]]:
         """For each paragraph text: its sentences, each a list of tokens
-        (:class:`~kgparser.rawtext.Word`: form, ``start`` and ``end`` in the
+        (:class:`~kgparser.io.rawtext.Word`: form, ``start`` and ``end`` in the
         paragraph, plus its offset in ``offsets`` where given, and for a
         multiword token the forms of its ``words``).  Tokens hold no white
         space but single spaces where the training text has tokens with

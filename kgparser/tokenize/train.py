@@ -19,7 +19,7 @@ from torch import nn
 
 from ..errors import KgparserError
 from ..io.conllu import Sentence
-from ..rawtext import paragraph_spans
+from ..io.rawtext import paragraph_spans
 from .data import ENDS, MWT_ENDS, SENTENCE_ENDS, LabelledText, labelled_text
 from .model import CharacterTagger, CharacterVocabulary, Chunks, Tokenizer, TokenizerConfig, make_chunks
 from .mwt import MultiwordExpander
@@ -30,7 +30,7 @@ IGNORED = -100
 
 @dataclass
 class Paragraphs:
-    """The paragraphs of a labelled text (as :class:`~kgparser.rawtext.RawReader`
+    """The paragraphs of a labelled text (as :class:`~kgparser.io.rawtext.RawReader`
     cuts raw text: at blank lines, white space around them left out): their
     texts and their characters' labels, concatenated."""
 
