@@ -39,7 +39,7 @@ import torch
 from ..errors import KgparserError
 from ..model import CharTable, Model
 from ..model.features import flat_rows, positions_rows
-from ..model.stepper import Step, Stepper
+from ..model.stepper import Step, Stepper, no_action_error
 from ..model.tagger import best_tags
 from .decoding_constraints import allowed_actions_function, as_constraint, forced_labels_function
 from .tree_repair import loose_words, to_valid_tree
@@ -233,7 +233,7 @@ class _BatchDecoder:
         no tree satisfies restart the sentence without them."""
         legal = self.system.legal_actions(state)
         if not legal:
-            raise RuntimeError(f"{self.system!r}: a non-final state has no legal action")
+            raise no_action_error(self.system)
         assert self.constraints is not None  # only a constraint allows none of the legal actions
         if not getattr(self.constraints[i], "unchecked", False):
             raise DecodingError(i, f"the decoding constraint allows none of the legal actions {legal}")

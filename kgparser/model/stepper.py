@@ -31,7 +31,13 @@ from .inputs import Batch
 if TYPE_CHECKING:
     from . import Model
 
-__all__ = ["Chooser", "Encoded", "Step", "Stepper"]
+__all__ = ["Chooser", "Encoded", "Step", "Stepper", "no_action_error"]
+
+
+def no_action_error(system: object) -> RuntimeError:
+    """The error of a broken transition system: a state that is not final
+    and has no legal action (a chooser's :meth:`Chooser.stuck` raises it)."""
+    return RuntimeError(f"{system!r}: a non-final state has no legal action")
 
 
 @dataclass

@@ -35,7 +35,7 @@ from ..config import Config
 from ..errors import KgparserError
 from ..io.conllu import Sentence
 from ..model import Model
-from ..model.stepper import Step, Stepper
+from ..model.stepper import Step, Stepper, no_action_error
 from ..model.tagger import tag_targets, tagging_loss
 from ..transitions.base import DynamicOracle, StaticOracle
 from .averaging import WeightAverage
@@ -286,7 +286,7 @@ class _Teacher:
         self.correct, self.follow = [], []
 
     def stuck(self, i: int, state) -> None:
-        raise RuntimeError(f"{self.system!r}: a non-final state has no legal action")
+        raise no_action_error(self.system)
 
     def restarts(self, i: int) -> bool:
         return False
