@@ -26,6 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from kgparser.io.atomic import write_text
+from kgparser.io.conllu import read_conllu
+from kgparser.io.rawtext import text_of
+
 #: spaCy's code for each treebank's language (xx: spaCy has no tokenizer for it)
 LANGUAGES = {"Afrikaans": "af", "Armenian": "hy", "Czech": "cs", "English": "en", "Gothic": "xx", "Greek": "el",
              "Hungarian": "hu", "Indonesian": "id", "Korean": "xx", "Latin": "la", "Lithuanian": "lt",
@@ -54,7 +58,7 @@ def main() -> None:
                                                 "training.epochs=1", "--set", f"output_dir={out / 'train'}",
                                                 "--overwrite"])))
         _comparable_metrics(out / "train")
-    (out / "seconds.tsv").write_text("".join(f"{what}\t{seconds:.2f}\n" for what, seconds in times))
+    write_text(out / "seconds.tsv", "".join(f"{what}\t{seconds:.2f}\n" for what, seconds in times))
 
 
 def _arguments() -> argparse.Namespace:
@@ -71,11 +75,9 @@ def _texts(test: Path, stem: Path) -> tuple[Path, Path]:
     """The test file's forms (one sentence per line) and its rebuilt raw text, made once."""
     text, raw = stem.with_suffix(".tok.txt"), stem.with_suffix(".raw.txt")
     if not text.exists():
-        code = ("import sys; from kgparser.io.conllu import read_conllu; from kgparser.io.rawtext import text_of; "
-                "s = read_conllu(sys.argv[1]); "
-                "open(sys.argv[2], 'w', encoding='utf-8').write(''.join(' '.join(x.forms) + '\\n' for x in s)); "
-                "open(sys.argv[3], 'w', encoding='utf-8').write(text_of(s))")
-        subprocess.run([sys.executable, "-c", code, str(test), str(text), str(raw)], check=True)
+        sentences = read_conllu(test)
+        write_text(text, "".join(" ".join(sentence.forms) + "\n" for sentence in sentences))
+        write_text(raw, text_of(sentences))
     return text, raw
 
 
@@ -99,9 +101,9 @@ def _comparable_metrics(run: Path) -> None:
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
     kept = [{key: value for key, value in line.items() if "second" not in key and "per_s" not in key
              and "time" not in key} for line in lines]
-    (run / "metrics.nontime.jsonl").write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in kept))
+    write_text(run / "metrics.nontime.jsonl", "".join(json.dumps(line, sort_keys=True) + "\n" for line in kept))
     weights = torch.load(run / "last.pt", weights_only=True)["model"]["weights"]
-    (run / "weights.txt").write_text("".join(f"{key} {tensor.double().sum().item()!r} "
+    write_text(run / "weights.txt", "".join(f"{key} {tensor.double().sum().item()!r} "
                                              f"{tensor.double().abs().sum().item()!r}\n"
                                              for key, tensor in sorted(weights.items())))
 

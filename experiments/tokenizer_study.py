@@ -23,6 +23,7 @@ import time
 import torch
 
 from kgparser.evaluation.aligned import evaluate_aligned
+from kgparser.io.atomic import atomic_path
 from kgparser.io.conllu import read_conllu
 from kgparser.io.rawtext import WINDOW, paragraph_spans, stream_raw, text_of
 from kgparser.tokenize.model import Tokenizer, TokenizerConfig
@@ -68,7 +69,8 @@ def main() -> None:
         tokenizer = train_tokenizer(train, dev, configured(args.set))
     training = time.perf_counter() - began
     if args.save:
-        torch.save(tokenizer.to_data(), args.save)
+        with atomic_path(args.save) as temporary:
+            torch.save(tokenizer.to_data(), temporary)
     text = text_of(test)
     learned_sentences(tokenizer, text[:1000])  # the character tables built before the tokenizer is timed
     began = time.perf_counter()

@@ -53,7 +53,7 @@ from ..config import config_from_saved
 from ..errors import KgparserError
 from ..io.atomic import write_text
 from ..io.locking import TRAIN_LOCK, LockBusy, exclusive_lock, is_locked
-from ..parent_death import die_with_parent
+from ..io.parent_death import die_with_parent
 from ..training.run_folder import BEST, LAST, mark_run_folder
 from .grid import Grid, Run, fingerprint, run_config, system_options
 

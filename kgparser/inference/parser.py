@@ -117,15 +117,18 @@ class Parser:
         :mod:`kgparser.inference.tree_repair`); default the model's ``decoding.root_choice``.
         """
         checked_root_choice(root_choice)
-        sentences = read(data, input_format, lenient=lenient, raw=self._raw_tokenizer(lang))
+        sentences = read(data, input_format, lenient=lenient, raw=self._raw_tokenizer(input_format, lang))
         parsed = parse_sentences(self.model, sentences, batch_size=self.batch_size, tags=tags,
                                  constraints=constraints, on_bad_constraints=on_bad_constraints,
                                  root_choice=root_choice)
         self._report(parsed.tag_report, parsed.constraint_report, parsed)
         return sentences
 
-    def _raw_tokenizer(self, lang: str | None) -> RawTokenizer:
-        """What tokenizes raw text for this model: spaCy's rules for ``lang`` or the model's language."""
+    def _raw_tokenizer(self, input_format: str, lang: str | None) -> RawTokenizer | None:
+        """What tokenizes raw input for this model: spaCy's rules for ``lang`` or
+        the model's language (None for the other formats, which need none)."""
+        if input_format != "raw":
+            return None
         from ..tokenize.rules import read_rules
 
         return functools.partial(read_rules, lang=lang or self.lang)
@@ -202,7 +205,7 @@ class Parser:
         else:
             chunk_size = chunk_size or DEFAULT_CHUNK_SIZE
         reader = Input(Path(source), input_format, lenient=lenient, keep_skipped=keep_skipped,
-                       raw=self._raw_tokenizer(lang))
+                       raw=self._raw_tokenizer(input_format, lang))
         summary = parse_file(self.model, self._parse_function(options), reader, target, processes=processes,
                              chunk_size=chunk_size, progress=progress)
         self._report(summary.tag_report, summary.constraint_report, summary)
@@ -221,7 +224,7 @@ class Parser:
             raise KgparserError("pipe: constraints name sentences of a whole input; use Parser.parse")
         parse = self._parse_function(options)
         summary = ParseSummary()
-        reader = Input(data, input_format, raw=self._raw_tokenizer(lang))
+        reader = Input(data, input_format, raw=self._raw_tokenizer(input_format, lang))
         yield from pipe(self.model, parse, reader, summary, processes=processes,
                         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE)
         self._report(summary.tag_report, summary.constraint_report, summary)

@@ -22,7 +22,7 @@ terminal sends to the whole process group, reaches the parent alone, which
 then stops every worker; so does any other way the map ends early.
 
 Workers end with their parent however it ends, ``kill -9`` included: on
-Linux the kernel sends them SIGTERM (:mod:`kgparser.parent_death`), and
+Linux the kernel sends them SIGTERM (:mod:`kgparser.io.parent_death`), and
 everywhere the pipe from the parent reaches its end, since a worker keeps no
 copy of the parent's ends.  No more workers start than the cores this
 process may use and the memory available holds (:func:`worker_count`).
@@ -42,8 +42,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import KgparserError
+from ..io.parent_death import end_with_parent
 from ..model.memory import available_memory
-from ..parent_death import end_with_parent
 
 #: chunks in flight (sent, or parsed but not yet yielded) per worker
 CHUNKS_PER_WORKER = 2

@@ -47,8 +47,8 @@ _LAST_SPACE = re.compile(r"\s\S*\Z")
 _NON_SPACE = re.compile(r"\S")
 #: control characters that are not white space (C0 and C1 but TAB, LF, CR and
 #: the like; DEL): the tokenizer sees each as a space (:func:`whitespace_view`)
-_NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
-_CONTROL_AS_SPACE = {code: " " for code in range(0xA0) if _NONSPACE_CONTROL.match(chr(code))}
+NONSPACE_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_CONTROL_AS_SPACE = {code: " " for code in range(0xA0) if NONSPACE_CONTROL.match(chr(code))}
 #: characters of raw text read at a time from a file
 BLOCK = 1 << 16
 #: the most characters of a paragraph spaCy reads at once (:class:`RawReader`); its own limit is 1,000,000
@@ -184,7 +184,7 @@ def whitespace_view(text: str) -> str:
     ESC, ...) replaced by a space, as the tokenizer sees it: no word holds
     one (CoNLL-U forbids them), and the text around it rebuilds exactly, since
     the white space recorded after a word is taken from the text itself."""
-    return text.translate(_CONTROL_AS_SPACE) if _NONSPACE_CONTROL.search(text) else text
+    return text.translate(_CONTROL_AS_SPACE) if NONSPACE_CONTROL.search(text) else text
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:

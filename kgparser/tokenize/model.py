@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..io.rawtext import _NONSPACE_CONTROL, Word
+from ..io.rawtext import NONSPACE_CONTROL, Word
 from .data import ENDS, INSIDE, MWT_ENDS, MWT_SENTENCE_END, OUTSIDE, SENTENCE_END, SENTENCE_ENDS
 from .mwt import MultiwordExpander
 
@@ -102,7 +102,7 @@ def _unwritable(char: str, category: str) -> bool:
     """Whether a character is white space to the tokenizer: white space,
     control characters (as :func:`kgparser.io.rawtext.whitespace_view` has them)
     and lone surrogates, which no word may hold."""
-    return char.isspace() or bool(_NONSPACE_CONTROL.match(char)) or category == "Cs"
+    return char.isspace() or bool(NONSPACE_CONTROL.match(char)) or category == "Cs"
 
 
 def code_points(text: str) -> np.ndarray:
