@@ -19,6 +19,7 @@ import glob
 import io
 import os
 import time
+from dataclasses import asdict
 
 import torch
 
@@ -41,6 +42,13 @@ def scores(gold, pred) -> dict[str, float]:
     return {name: 100 * result[name].f1 for name in ("tokens", "sentences", "words")}
 
 
+def split_file(treebank: str, split: str) -> str:
+    """A UD treebank folder's ``*-ud-SPLIT.conllu``, or ``SPLIT.conllu`` (the shipped sample)."""
+    found = glob.glob(os.path.join(treebank, f"*-ud-{split}.conllu")) or glob.glob(os.path.join(treebank,
+                                                                                               f"{split}.conllu"))
+    return found[0]
+
+
 def configured(settings: list[str]) -> TokenizerConfig:
     """The default config with ``FIELD=VALUE`` settings (of the field's type)."""
     config = TokenizerConfig()
@@ -56,21 +64,21 @@ def main() -> None:
     parser.add_argument("lang", help="spaCy's language code for the rules")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                         help="TokenizerConfig fields other than the defaults (epochs=12 layers=2 ...)")
-    parser.add_argument("--save", help="write the tokenizer's to_data() here")
-    parser.add_argument("--load", help="a tokenizer's to_data() saved by --save: measure it, no training")
+    parser.add_argument("--save", help="write the tokenizer's config and to_data() here")
+    parser.add_argument("--load", help="a tokenizer saved by --save: measure it, no training")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    train, dev, test = (read_conllu(glob.glob(os.path.join(args.treebank, f"*-ud-{split}.conllu"))[0])
-                        for split in ("train", "dev", "test"))
+    train, dev, test = (read_conllu(split_file(args.treebank, split)) for split in ("train", "dev", "test"))
     began = time.perf_counter()
     if args.load:
-        tokenizer = Tokenizer.from_data(torch.load(args.load, weights_only=True))
+        saved = torch.load(args.load, weights_only=True)
+        tokenizer = Tokenizer.from_data(saved, TokenizerConfig(**saved["config"]))
     else:
         tokenizer = train_tokenizer(train, dev, configured(args.set))
     training = time.perf_counter() - began
     if args.save:
         with atomic_path(args.save) as temporary:
-            torch.save(tokenizer.to_data(), temporary)
+            torch.save({"config": asdict(tokenizer.config), **tokenizer.to_data()}, temporary)
     text = text_of(test)
     learned_sentences(tokenizer, text[:1000])  # the character tables built before the tokenizer is timed
     began = time.perf_counter()

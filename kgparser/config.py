@@ -118,14 +118,17 @@ class TaggerConfig:
     xpos: bool = False
     #: predict FEATS, the whole string as one class per word (as UDPipe); skipped where the data has none
     feats: bool = False
+    #: predict LEMMA as an edit script of the form learned from the training words (as UDPipe; see
+    #: kgparser/lemma.py); skipped where the data has none
+    lemma: bool = False
     #: 0: a linear softmax layer on the BiLSTM vectors; N: one tanh hidden layer of N units first
     hidden: int = 0
     #: weight of the tagging cross-entropy (summed over words and columns) against the parser's hinge loss
     loss_weight: float = 1.0
 
     def columns(self) -> list[str]:
-        """The columns to predict, in the order UPOS, XPOS, FEATS."""
-        return [column for column in ("upos", "xpos", "feats") if getattr(self, column)]
+        """The columns to predict, in the order UPOS, XPOS, FEATS, LEMMA."""
+        return [column for column in ("upos", "xpos", "feats", "lemma") if getattr(self, column)]
 
 
 @dataclass
@@ -181,6 +184,45 @@ class DecodingConfig:
 
 
 @dataclass
+class TokenizerConfig:
+    """The learned tokenizer, sentence splitter and multiword-token expander
+    for raw text (:mod:`kgparser.tokenize`): a character BiLSTM trained on the
+    running text of ``data.train`` before the parser's first epoch, the best
+    epoch on ``data.dev``'s text kept, stored in the checkpoint so that one
+    model file turns raw text into trees."""
+
+    #: learn it (``kgparser train``); without one, raw text is tokenized by spaCy's rules for ``data.lang``
+    enabled: bool = False
+    #: size of a character's embedding (of its lower-cased form)
+    char_dim: int = 48
+    #: size of a character class's embedding (case, digit, punctuation, space ...)
+    class_dim: int = 8
+    #: BiLSTM state size, each direction
+    hidden: int = 64
+    #: BiLSTM layers
+    layers: int = 1
+    #: dropout on the embeddings and the BiLSTM output, in training
+    dropout: float = 0.1
+    #: characters labelled per chunk of a paragraph
+    window: int = 256
+    #: characters of text read on either side of a chunk, for context
+    context: int = 32
+    #: characters seen fewer times in the training text are unknown
+    min_char_count: int = 2
+    #: Adam's learning rate
+    learning_rate: float = 3e-3
+    #: chunks per training step
+    batch: int = 16
+    #: epochs (the best on the development text is kept)
+    epochs: int = 20
+    #: characters an epoch reads at least: a short training text is read several times per epoch
+    #: (cut elsewhere each time), so that a small treebank gets as many updates as a large one
+    epoch_characters: int = 500_000
+    #: epochs without improvement on the development text before training stops
+    patience: int = 4
+
+
+@dataclass
 class TrainingConfig:
     epochs: int = 30
     oracle: str = "dynamic"
@@ -221,6 +263,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
 
     def to_dict(self) -> dict:
         """Plain nested dict (YAML/JSON/checkpoint-friendly)."""
@@ -246,12 +289,15 @@ _NON_NEGATIVE = {
     "model.word_dropout", "model.pretrained.max_extra_words",
     "training.explore_after_epochs", "training.margin", "training.clip",
     "model.tagger.hidden", "model.tagger.loss_weight", "model.encoder.layers", "model.encoder.overlap",
+    "tokenizer.context", "tokenizer.min_char_count", "tokenizer.patience", "tokenizer.epoch_characters",
 }
 #: a run trains at least one epoch on at least one sentence (``data.max_train_sentences: null``: all)
 _POSITIVE = {
     "model.char_hidden", "model.lstm_layers", "model.lstm_hidden", "model.mlp_hidden",
     "training.batch_size", "training.lr", "training.epochs", "data.max_train_sentences",
     "model.encoder.dim", "model.encoder.window", "model.encoder.lr",
+    "tokenizer.char_dim", "tokenizer.class_dim", "tokenizer.hidden", "tokenizer.layers", "tokenizer.window",
+    "tokenizer.learning_rate", "tokenizer.batch", "tokenizer.epochs",
 }
 _DATA_PATHS = ("train", "dev", "test")
 
@@ -355,7 +401,8 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: training.p_agg: must be within [0, 1], got {config.training.p_agg!r}")
     if not 0.0 <= config.model.pos_dropout <= 1.0:
         raise ConfigError(f"{source}: model.pos_dropout: must be within [0, 1], got {config.model.pos_dropout!r}")
-    for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout", "training.ema_decay"):
+    for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout", "training.ema_decay",
+                 "tokenizer.dropout"):
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
     _validate_tagging(config.model, source)

@@ -114,3 +114,70 @@ def test_a_second_prediction_with_other_sentences_is_named(capsys, tmp_path, kee
     assert main(["evaluate", GOLD, PRED, "--against", str(short)]) == 1
     err = capsys.readouterr().err
     assert err == f"kgparser evaluate: error: {GOLD} has {len(blocks)} sentences but {short} has {keep}\n"
+
+
+def raw_text_parse(tmp_path) -> str:
+    """GOLD's text parsed otherwise: one sentence for two, "sat." one token."""
+    blocks = Path(GOLD).read_text(encoding="utf-8").strip().split("\n\n")
+    first = [line for line in blocks[0].splitlines() if not line.startswith("#")]
+    first[2:4] = ["3\tsat.\tsit\tVERB\tVBD\t_\t0\troot\t_\t_"]
+    second = []
+    for line in blocks[1].splitlines()[2:]:
+        columns = line.split("\t")
+        columns[0] = str(int(columns[0]) + 3)
+        columns[6], columns[7] = (str(int(columns[6]) + 3), columns[7]) if columns[6] != "0" else ("3", "parataxis")
+        second.append("\t".join(columns))
+    path = tmp_path / "raw.conllu"
+    path.write_text("\n".join(first + second) + "\n\n", encoding="utf-8")
+    return str(path)
+
+
+def test_against_a_parse_of_raw_text(capsys, tmp_path):
+    raw = raw_text_parse(tmp_path)
+    assert main(["evaluate", GOLD, raw, "--against", GOLD, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    against = data["against"]
+    assert against["pred"] == GOLD
+    assert list(against)[1:] == [metric for metric in data if metric not in ("aligned", "against")]
+    sentences = against["sentences"]
+    assert (sentences["pred"], sentences["against"], sentences["delta"]) == (0.0, 1.0, 1.0)
+    assert (sentences["test"], sentences["samples"]) == ("bootstrap", 10_000) and 0 < sentences["p_value"] <= 1
+    for metric, result in against.items():
+        if metric != "pred":  # PRED's F1 is the report's
+            assert result["pred"] == data[metric]["f1"] and result["against"] == 1.0, metric
+    assert against["tokens"]["pred"] == pytest.approx(2 * 6 / (8 + 7))
+    # the same in the order PRED2 = the raw parse, PRED = GOLD (words of GOLD): the aligned comparison too
+    assert main(["evaluate", GOLD, GOLD, "--against", raw, "--json"]) == 0
+    swapped = json.loads(capsys.readouterr().out)["against"]
+    assert swapped["pred"] == raw and swapped["las"]["delta"] == -against["las"]["delta"]
+    assert main(["evaluate", GOLD, raw, "--against", raw, "--test", "randomization"]) == 0
+    out = capsys.readouterr().out
+    assert f"{raw} against {raw} (F1, paired randomization test, 10,000 samples over gold sentences):" in out
+    assert "                      PRED   PRED2  PRED2-PRED        p\n" in out
+    assert "Sentences             0.00    0.00       +0.00   1.0000\n" in out
+    # "cat" and "eaten" hang from "sat.", aligned to no gold word: 4 right of 8 gold and 7 predicted words
+    assert "LAS (full labels)    53.33   53.33       +0.00   1.0000\n" in out
+    assert "Lemmas" in out and "UFeats" not in out  # the gold file's columns
+
+
+def test_aligned_against_on_gold_words(capsys):
+    assert main(["evaluate", GOLD, PRED, "--against", GOLD, "--aligned", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["aligned"] and data["against"]["las"]["pred"] == pytest.approx(0.5)
+    assert data["against"]["las"]["delta"] == pytest.approx(0.5) and data["against"]["tokens"]["delta"] == 0
+
+
+def test_against_a_parse_of_another_text_is_one_line(capsys, tmp_path):
+    raw = raw_text_parse(tmp_path)
+    other = tmp_path / "other.conllu"
+    other.write_text(Path(GOLD).read_text(encoding="utf-8").replace("\tcat\t", "\tdog\t"), encoding="utf-8")
+    assert main(["evaluate", GOLD, raw, "--against", str(other)]) == 1
+    assert capsys.readouterr().err == (
+        f"kgparser evaluate: error: {GOLD} and {other} hold different texts (white space aside): from character 4 "
+        f"the gold tokens read 'catsat.Itwaseaten.', the predicted ones 'dogsat.Itwaseaten.'\n")
+    assert main(["evaluate", GOLD, PRED, "--against", str(other)]) == 1  # PRED has the gold words
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(other) in err and "'cat' in gold but 'dog'" in err
+    assert main(["evaluate", GOLD, PRED, "--against", raw, "--breakdown"]) == 1
+    assert capsys.readouterr().err == (f"kgparser evaluate: error: --breakdown: only for a prediction with the gold "
+                                       f"words; {raw} has other words (or --aligned asks for the aligned report)\n")

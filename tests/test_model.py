@@ -23,7 +23,8 @@ LABELS = ("nsubj", "obj", "amod", "advmod")
 #: input warns; modules where those warnings are not the subject ignore them (they are tested
 #: in test_tagging.py and test_parse_safety.py)
 IGNORE_TINY_MODEL_WARNINGS = pytest.mark.filterwarnings("ignore::kgparser.inference.tags.TagWarning",
-                                                        "ignore::kgparser.inference.parser.LongSentenceWarning")
+                                                        "ignore::kgparser.inference.parser.LongSentenceWarning",
+                                                        "ignore::kgparser.inference.parser.RulesFallback")
 
 
 def tiny_conllu(count: int, seed: int = 0, max_len: int = 6) -> str:

@@ -80,6 +80,7 @@ def test_parse_draws_well_formed_pictures_of_a_file_holding_what_xml_forbids(tmp
 
 
 @pytest.mark.filterwarnings("ignore::kgparser.inference.tags.TagWarning")
+@pytest.mark.filterwarnings("ignore::kgparser.inference.parser.RulesFallback")
 def test_parse_writes_pictures(tmp_path, capsys):
     pytest.importorskip("spacy")
     model = save_tiny_model(tmp_path / "model.pt")

@@ -80,6 +80,19 @@ def test_given_sentences_and_tags_are_used_and_kept(nlp, monkeypatch):
     assert_trees_match_sentences(doc)
 
 
+def test_predicted_lemmas_are_set_where_a_token_has_none():
+    from kgparser.inference.spacy_component import _set_tags
+    from kgparser.io.conllu import parse_conllu
+
+    sentence = parse_conllu("1\tDogs\tdog\t_\t_\t_\t_\t_\t_\t_\n2\tbark\tbark\t_\t_\t_\t_\t_\t_\t_\n"
+                            "3\tloud\t_\t_\t_\t_\t_\t_\t_\t_\n\n", require_tree=False)[0]
+    doc = spacy.blank("en").make_doc("Dogs bark loud")
+    doc[1].lemma_ = "given"
+    for i in range(3):
+        _set_tags(doc[i], sentence, i)
+    assert [t.lemma_ for t in doc] == ["dog", "given", ""]
+
+
 def test_pipe_parses_documents_in_batches(nlp, monkeypatch):
     component = nlp.get_pipe("kgparser")
     calls = []

@@ -23,24 +23,26 @@ from kgparser.io.conllu import ConlluError, parse_conllu, read_conllu, sample_da
 from kgparser.io.reader import read
 from kgparser.model import Model
 from kgparser.model.tagger import IGNORED, TAG_CLASS_OFFSET, tag_targets, tagging_loss
-from kgparser.model.vocab import Vocabularies
+from kgparser.model.vocab import Vocabularies, column_value, column_values
 from kgparser.training import train
 from kgparser.training.trainer import EpochStats, Trainer
 
 torch.set_num_threads(1)
 
 TAGGER_MODEL = {**TINY_MODEL, "lstm_layers": 2, "tag_input": "predicted",
-                "tagger": {"upos": True, "xpos": True, "feats": True}}
-COLUMNS = ("upos", "xpos", "feats")
+                "tagger": {"upos": True, "xpos": True, "feats": True, "lemma": True}}
+COLUMNS = ("upos", "xpos", "feats", "lemma")
 
 
 def tagged_conllu(count: int, seed: int = 0) -> str:
-    """tiny_conllu's random trees with tags that follow the word: UPOS, XPOS and FEATS."""
+    """tiny_conllu's random trees with tags that follow the word: UPOS, XPOS, FEATS
+    and LEMMA (``w`` for an even word ``wK``, the form itself for an odd one)."""
     rows = []
     for line in tiny_conllu(count, seed).split("\n"):
         cols = line.split("\t")
         if len(cols) == 10:
             k = int(cols[1][1:])
+            cols[2] = cols[1] if k % 2 else "w"
             cols[3:6] = "ABC"[k % 3], f"x{k % 4}", (f"Number={'Sing' if k % 2 else 'Plur'}" if k < 6 else "_")
         rows.append("\t".join(cols))
     return "\n".join(rows)
@@ -118,9 +120,21 @@ def test_vocabularies_hold_the_predicted_columns_and_read_old_checkpoints():
     assert {c: v.items for c, v in again.tag_columns.items()} == {c: v.items for c, v in vocabs.tag_columns.items()}
     plain = Vocabularies.from_sentences(sentences)
     assert "tag_columns" not in plain.to_data() and Vocabularies.from_data(plain.to_data()).tag_columns == {}
+    assert set(vocabs.tag_columns["lemma"].items[TAG_CLASS_OFFSET:]) == {"l0:0:0:", "l0:1:0:"}
     for sentence in sentences:  # a treebank without FEATS teaches no FEATS
         sentence.set_tags({"feats": [None] * sentence.n})
-    assert set(Vocabularies.from_sentences(sentences, tag_columns=COLUMNS).tag_columns) == {"upos", "xpos"}
+    assert set(Vocabularies.from_sentences(sentences, tag_columns=COLUMNS).tag_columns) == {"upos", "xpos", "lemma"}
+
+
+def test_lemma_classes_are_the_edit_scripts_of_the_training_words():
+    sentence = parse_conllu("1\tDogs\tdog\t_\t_\t_\t_\t_\t_\t_\n2\tbarked\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                            "3\t.\t.\t_\t_\t_\t_\t_\t_\t_\n\n", require_tree=False)[0]
+    assert column_values(sentence, "lemma") == ["l0:1:0:", None, "l0:0:0:"]
+    assert column_value("lemma", "l0:2:0:", "barked") == "bark" and column_value("upos", "VERB", "barked") == "VERB"
+    vocab = Vocabularies.from_sentences([sentence], tag_columns=("lemma",)).tag_columns["lemma"]
+    assert set(vocab.items[TAG_CLASS_OFFSET:]) == {"l0:1:0:", "l0:0:0:"}
+    sentence.set_tags({"lemma": [None] * 3})  # a treebank without lemmas teaches none
+    assert Vocabularies.from_sentences([sentence], tag_columns=("lemma",)).tag_columns == {}
 
 
 def test_an_old_checkpoint_without_tagger_keys_loads_and_parses_the_same(gold_checkpoint):
@@ -169,7 +183,7 @@ def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():
                                                      targets[c][targets[c] != IGNORED], reduction="sum")
                    for c in COLUMNS)
     assert torch.allclose(total, expected)
-    assert words == 3 * sum(s.n for s in sentences) - 1
+    assert words == len(COLUMNS) * sum(s.n for s in sentences) - 1
 
 
 def test_trainer_adds_the_weighted_tagging_loss_per_scored_state():
@@ -258,11 +272,14 @@ def test_auto_fills_only_what_is_missing_and_never_changes_a_given_column(tagger
     out = parser.parse(given)
     feats = [None if v == "_" else v for v in predicted[1]["feats"]]  # "_": no features
     assert columns_of(out) == [
-        [["Z-GIVEN", "B"], ["gx", "gx"], ["Given=Yes", None]],
-        [predicted[1]["upos"], predicted[1]["xpos"], feats],
-        [["C", predicted[2]["upos"][1]], predicted[2]["xpos"], [None, "F=1"]]]
-    assert parser.tag_report.predicted == {"upos": 4, "xpos": 5, "feats": 3}
-    assert parser.tag_report.missing == {"upos": 4, "xpos": 5, "feats": 3}
+        [["Z-GIVEN", "B"], ["gx", "gx"], ["Given=Yes", None], predicted[0]["lemma"]],
+        [predicted[1]["upos"], predicted[1]["xpos"], feats, predicted[1]["lemma"]],
+        [["C", predicted[2]["upos"][1]], predicted[2]["xpos"], [None, "F=1"], ["lemma", predicted[2]["lemma"][1]]]]
+    assert parser.tag_report.predicted == {"upos": 4, "xpos": 5, "feats": 3, "lemma": 6}
+    assert parser.tag_report.missing == {"upos": 4, "xpos": 5, "feats": 3, "lemma": 6}
+    assert "LEMMA predicted for 6 of 7 words" in parser.tag_report.summary()
+    # a predicted lemma is one of the training words' edit scripts applied to the form
+    assert all(lemma in ("w", form) for p, s in zip(predicted, given) for lemma, form in zip(p["lemma"], s.forms))
     lines = out[2].to_conllu().splitlines()
     assert lines[1].split("\t")[2:4] == ["lemma", "C"] and lines[1].endswith("SpaceAfter=No")
     assert columns_of(given) == columns_of(mixed())  # the input objects are left alone
@@ -390,6 +407,7 @@ def test_training_logs_dev_tag_accuracy_and_saves_plain_data(tagger_checkpoint):
     assert all(0 <= records[0][f"dev_{c}"] <= 1 for c in COLUMNS)
     data = torch.load(tagger_checkpoint, weights_only=True)
     assert set(data["model"]["vocabs"]["tag_columns"]) == set(COLUMNS)
+    assert Model.load(tagger_checkpoint).tag_columns == list(COLUMNS)  # the lemma column comes back
     assert data["dev"]["upos"] == records[data["epoch"] - 1]["dev_upos"]
 
 

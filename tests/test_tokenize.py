@@ -56,13 +56,13 @@ def synthetic_treebank(count: int, seed: int):
 
 
 TINY = TokenizerConfig(char_dim=16, class_dim=4, hidden=32, window=64, context=16, learning_rate=0.01,
-                       batch=16, epochs=25, patience=25, dropout=0.0)
+                       batch=16, epochs=25, patience=25, dropout=0.0, epoch_characters=0)
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Tokenizer:
     torch.set_num_threads(1)
-    return train_tokenizer(synthetic_treebank(300, 1), synthetic_treebank(40, 2), TINY, log=lambda line: None)
+    return train_tokenizer(synthetic_treebank(300, 1), synthetic_treebank(40, 2), TINY, report=lambda epoch: None)
 
 
 def _forms(sentences) -> list[list[object]]:
@@ -99,7 +99,7 @@ def test_the_text_rebuilds_exactly_from_the_output(tokenizer):
 
 def test_plain_data_round_trip(tokenizer, tmp_path):
     torch.save(tokenizer.to_data(), tmp_path / "tokenizer.pt")
-    loaded = Tokenizer.from_data(torch.load(tmp_path / "tokenizer.pt", weights_only=True))
+    loaded = Tokenizer.from_data(torch.load(tmp_path / "tokenizer.pt", weights_only=True), tokenizer.config)
     paragraphs = ["the cat sees a dog amen the bird likes cowya. the cow", "fishya amen"]
     assert loaded.segment(paragraphs) == tokenizer.segment(paragraphs)
     assert loaded.config == tokenizer.config

@@ -24,10 +24,15 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-format", choices=("conllu", "text", "raw"), default="conllu",
                         help="conllu (default); text: one pre-tokenized sentence per line, tokens separated "
                              "by spaces (written out as CoNLL-U with # sent_id and # text); raw: running text, "
-                             "split into paragraphs (blank lines), sentences and tokens by spaCy (kgparser[spacy])")
+                             "split into paragraphs (blank lines), sentences, tokens and words by the model's "
+                             "tokenizer (see --tokenizer)")
+    parser.add_argument("--tokenizer", choices=("auto", "model", "rules"), default="auto",
+                        help="--input-format raw: auto (default): the model's learned tokenizer where it has one "
+                             "(tokenizer.enabled in training), else spaCy's rules, with a note; model: only the "
+                             "model's; rules: spaCy's rule tokenizer and sentencizer (kgparser[spacy])")
     parser.add_argument("--lang", default=None,
-                        help="--input-format raw: the language's tokenizer (a spaCy code such as en, hu; default: "
-                             "the language the model was trained on)")
+                        help="--tokenizer rules (or a model without a tokenizer): spaCy's language (a code such "
+                             "as en, hu; default: the language the model was trained on)")
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +41,7 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output: conllu (default), or pictures of the trees: html (a page, one picture per "
                              "sentence) or svg (one picture)")
     parser.add_argument("--tags", choices=("auto", "input", "predict"), default="auto",
-                        help="auto (default): use the input's UPOS/XPOS/FEATS where given, the model's tagger "
+                        help="auto (default): use the input's UPOS/XPOS/FEATS/LEMMA where given, the model's tagger "
                              "where they are '_'; input: only the input's; predict: the parser reads the tagger's "
                              "tags everywhere. Predicted tags are written only where the input has '_'")
     parser.add_argument("--root-choice", choices=("scored", "first", "last", "multi"), default=None,
@@ -58,14 +63,23 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default=None, help="output file (default: standard output)")
     parser.add_argument("--batch-size", type=_positive, default=64, help="sentences per batch (default 64)")
     parser.add_argument("--processes", "-p", type=_positive, default=1, metavar="N",
-                        help="parse with N worker processes of one thread each, output in input order "
-                             "(default 1: in this process)")
+                        help="parse with N worker processes of one thread each (--engine ray: N Ray actors), "
+                             "output in input order (default 1: in this process)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="what parses the chunks: local (default): this process or the --processes worker "
+                             "processes; ray: --processes Ray actors, one CPU each (one GPU each with --device cuda), "
+                             "on the cluster of --ray-address or RAY_ADDRESS, else on a local Ray instance started "
+                             "for the run (kgparser[ray]); the output is the same")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="--engine ray: the Ray cluster to connect to (default: RAY_ADDRESS; neither: a local "
+                             "instance)")
     parser.add_argument("--chunk-size", type=_positive, default=None, metavar="SENTENCES",
                         help="sentences read, parsed and written at a time, so memory stays flat whatever the "
                              "input's size (default 2000)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress line (shown only when standard error is a terminal)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the model parses (default cpu); --engine ray: on the actors, one GPU each for cuda")
     parser.add_argument("--threads", type=_thread_count, default=1,
                         help="torch threads (default 1: on a machine busy with other jobs, several threads stall each "
                              "other at every LSTM step; 0: torch's choice, one per core)")
@@ -123,15 +137,16 @@ def run(args: argparse.Namespace) -> int:
     bound_kernel_cache()
     _check_output(args)
     with _one_line_warnings():
-        parser = Parser.load(args.model, device=args.device, batch_size=args.batch_size, threads=args.threads,
+        parser = Parser.load(args.model, device=_here(args), batch_size=args.batch_size, threads=args.threads,
                              encoder=args.encoder)
         started = time.perf_counter()
         summary = parser.parse_file(args.input, args.output if args.output else sys.stdout,
                                     lenient=args.lenient, keep_skipped=args.keep_skipped,
                                     constraints=args.constraints, on_bad_constraints=args.on_bad_constraints,
                                     tags=args.tags, input_format=args.input_format,
-                                    root_choice=args.root_choice, lang=args.lang, output_format=args.format,
-                                    processes=args.processes, chunk_size=args.chunk_size,
+                                    root_choice=args.root_choice, lang=args.lang, tokenizer=args.tokenizer,
+                                    output_format=args.format,
+                                    processes=args.processes, chunk_size=args.chunk_size, engine=_engine(args),
                                     progress=not args.quiet and sys.stderr.isatty())
         seconds = time.perf_counter() - started
     words = summary.words
@@ -145,6 +160,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"constraints: {report.constrained} sentences constrained, {len(report.skipped)} dropped, "
               f"{len(report.violated)} outputs missing a constraint", file=sys.stderr)
     return 0
+
+
+def _engine(args: argparse.Namespace):
+    """What parses the chunks (:class:`~kgparser.inference.corpus.Engine`)."""
+    from ..inference.corpus import Engine
+
+    return Engine(args.engine, address=args.ray_address, device=args.device)
+
+
+def _here(args: argparse.Namespace) -> str:
+    """Where this process holds the model: on ``--device``, but on the CPU when
+    Ray's actors parse (they hold it on ``--device`` themselves, on machines of
+    their own), which they do unless the input is parsed in one piece, here
+    (constraints, pictures)."""
+    ray_parses = args.engine == "ray" and args.constraints is None and args.format == "conllu"
+    return "cpu" if ray_parses else args.device
 
 
 def _check_output(args: argparse.Namespace) -> None:

@@ -19,27 +19,46 @@ order.  Tokens, sentences and words are spans of these characters:
   head is right when the predicted head is aligned to the gold head (or both
   are the root).  Precision and recall over all predicted and gold words, so
   a word that is not aligned counts as wrong; ``aligned_accuracy`` over the
-  aligned words only.  ``xpos`` and ``ufeats`` are reported where the gold
-  file has them.
+  aligned words only.  ``lemma`` (the shared task's Lemmas): an aligned word
+  is right when its LEMMA is the gold word's, or the gold LEMMA is ``_``, as
+  the shared task's scorer has it.  ``xpos``, ``ufeats`` and ``lemma`` are
+  reported where the gold file has them.
 
 When the two files have the same words these are the gold-tokenization
 scores of :mod:`kgparser.evaluation.scores` (precision = recall = F1 = accuracy).
+
+Sentence by sentence (:func:`sentence_counts`, the terms of a paired test of
+two parses of the same text, :func:`compare_aligned`): the unit is the gold
+sentence.  For each metric, each gold sentence counts its gold items (tokens,
+sentences or words), the predicted items that start in it (their first
+character, white space removed, lies in the gold sentence's characters) and
+the right ones (counted in the gold item's sentence).  The counts sum to those
+of :func:`evaluate_aligned`, and F1 = 2 * correct / (gold + predicted) is a
+ratio of sums over the gold sentences: correct / ((gold + predicted) / 2).
 """
 from __future__ import annotations
 
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..io.conllu import Sentence
 from .scores import PRF, EvaluationError, features, universal_label
 
+if TYPE_CHECKING:
+    from ..experiments.significance import PairedResult
+
 #: the head of a root word, and of a word without a HEAD (``_``: never right)
 ROOT, NO_HEAD = -1, -2
 #: the aligned scores, in the order they are reported
-WORD_METRICS = ("upos", "xpos", "ufeats", "uas", "las", "las_universal")
-_NAMES = {"tokens": "Tokens", "sentences": "Sentences", "words": "Words", "upos": "UPOS", "xpos": "XPOS",
-          "ufeats": "UFeats", "uas": "UAS", "las": "LAS (full labels)", "las_universal": "LAS (universal)"}
+WORD_METRICS = ("upos", "xpos", "ufeats", "lemma", "uas", "las", "las_universal")
+#: the word scores reported only where the gold file has the column
+_OPTIONAL = ("xpos", "ufeats", "lemma")
+#: each metric's name in the report
+NAMES = {"tokens": "Tokens", "sentences": "Sentences", "words": "Words", "upos": "UPOS", "xpos": "XPOS",
+         "ufeats": "UFeats", "lemma": "Lemmas", "uas": "UAS", "las": "LAS (full labels)",
+         "las_universal": "LAS (universal)"}
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,7 @@ def _word(sentence: Sentence, d: int, span: tuple[int, int], multiword: bool, of
     form = sentence.forms[d - 1] if multiword else _without_spaces(sentence.forms[d - 1])
     columns = {"upos": sentence.upos[d - 1], "xpos": sentence.xpos[d - 1],
                "ufeats": features(sentence.feats[d - 1], universal=True),
+               "lemma": None if sentence.lemmas[d - 1] == "_" else sentence.lemmas[d - 1],
                "deprel": sentence.deprels[d], "universal": universal_label(sentence.deprels[d])}
     return Word(span[0], span[1], multiword, form.lower(),
                 ROOT if head == 0 else NO_HEAD if head < 0 else offset + head - 1, columns)
@@ -133,7 +153,7 @@ class AlignedScores:
             ["-" * 11] * 4)]
         for name, score in self.scores.items():
             aligned = score.aligned_accuracy
-            lines.append(f"{_NAMES[name]:<18}|{100 * score.precision:10.2f} |{100 * score.recall:10.2f} |"
+            lines.append(f"{NAMES[name]:<18}|{100 * score.precision:10.2f} |{100 * score.recall:10.2f} |"
                          f"{100 * score.f1:10.2f} |" + (f"{100 * aligned:10.2f}" if aligned is not None else ""))
         return "\n".join(lines)
 
@@ -144,22 +164,99 @@ def same_words(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> bool:
     return len(gold) == len(pred) and all(g.forms == p.forms for g, p in zip(gold, pred))
 
 
+def same_text(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> bool:
+    """Whether the files hold the same text, white space aside (then :func:`evaluate_aligned` scores them)."""
+    return Text.of(gold).characters == Text.of(pred).characters
+
+
 def evaluate_aligned(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_name: str = "gold",
                      pred_name: str = "prediction") -> AlignedScores:
     """Score ``pred`` against ``gold`` through the character alignment (see the module docstring)."""
-    gold_text, pred_text = Text.of(gold), Text.of(pred)
-    _check_same_text(gold_text.characters, pred_text.characters, gold_name, pred_name)
-    pairs = align_words(gold_text.words, pred_text.words)
+    gold_text, pred_text, pairs, metrics = _aligned(gold, pred, gold_name, pred_name)
     scores = {"tokens": spans_score(gold_text.tokens, pred_text.tokens),
               "sentences": spans_score(gold_text.sentences, pred_text.sentences),
               "words": Score(len(gold_text.words), len(pred_text.words), len(pairs))}
-    tagged = {column for column in ("xpos", "ufeats") if any(w.columns[column] for w in gold_text.words)}
-    for metric in WORD_METRICS:
-        if metric in ("xpos", "ufeats") and metric not in tagged:
-            continue
+    for metric in metrics:
         right = sum(_right(metric, gold_text.words, pred_text.words, g, p, pairs) for g, p in pairs.items())
         scores[metric] = Score(len(gold_text.words), len(pred_text.words), right, len(pairs))
     return AlignedScores(scores)
+
+
+def _aligned(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_name: str,
+             pred_name: str) -> tuple[Text, Text, Alignment, list[str]]:
+    """Both files as :class:`Text` (checked to hold the same text), their word
+    alignment and the word metrics reported (those of :data:`WORD_METRICS` the gold file has)."""
+    gold_text, pred_text = Text.of(gold), Text.of(pred)
+    _check_same_text(gold_text.characters, pred_text.characters, gold_name, pred_name)
+    tagged = {column for column in _OPTIONAL if any(w.columns[column] for w in gold_text.words)}
+    metrics = [metric for metric in WORD_METRICS if metric not in _OPTIONAL or metric in tagged]
+    return gold_text, pred_text, align_words(gold_text.words, pred_text.words), metrics
+
+
+@dataclass
+class SentenceCounts:
+    """One metric's counts per gold sentence: ``gold`` items, ``predicted``
+    items starting in it and ``correct`` ones (see the module docstring)."""
+
+    gold: list[int]
+    predicted: list[int]
+    correct: list[int]
+
+    @property
+    def halves(self) -> list[float]:
+        """``(gold + predicted) / 2`` per sentence: F1 = sum(correct) / sum(halves)."""
+        return [(g + p) / 2 for g, p in zip(self.gold, self.predicted)]
+
+    def total(self) -> PRF:
+        return PRF(sum(self.gold), sum(self.predicted), sum(self.correct))
+
+
+def sentence_counts(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_name: str = "gold",
+                    pred_name: str = "prediction") -> dict[str, SentenceCounts]:
+    """Each metric of :func:`evaluate_aligned`'s report, counted per gold
+    sentence (see the module docstring); an item belongs to the gold sentence
+    holding its first character."""
+    gold_text, pred_text, pairs, metrics = _aligned(gold, pred, gold_name, pred_name)
+    starts = [start for start, _ in gold_text.sentences]
+    units = max(1, len(starts))  # an empty gold file: one (empty) unit
+
+    def sentence_of(character: int) -> int:
+        return min(max(bisect_right(starts, character) - 1, 0), units - 1)
+
+    def counts(gold_starts, pred_starts, correct_starts) -> SentenceCounts:
+        columns = [[0] * units for _ in range(3)]
+        for column, positions in zip(columns, (gold_starts, pred_starts, correct_starts)):
+            for position in positions:
+                column[sentence_of(position)] += 1
+        return SentenceCounts(*columns)
+
+    gold_words = [word.start for word in gold_text.words]
+    pred_words = [word.start for word in pred_text.words]
+    result = {name: counts([s for s, _ in gold_spans], [s for s, _ in pred_spans],
+                           [gold_spans[g][0] for g in matched_spans(gold_spans, pred_spans)])
+              for name, gold_spans, pred_spans in (("tokens", gold_text.tokens, pred_text.tokens),
+                                                   ("sentences", gold_text.sentences, pred_text.sentences))}
+    result["words"] = counts(gold_words, pred_words, [gold_words[g] for g in pairs])
+    for metric in metrics:
+        right = [gold_words[g] for g, p in pairs.items() if _right(metric, gold_text.words, pred_text.words, g, p,
+                                                                    pairs)]
+        result[metric] = counts(gold_words, pred_words, right)
+    return {name: result[name] for name in ("tokens", "sentences", "words", *metrics)}
+
+
+def compare_aligned(gold: Sequence[Sentence], pred_a: Sequence[Sentence], pred_b: Sequence[Sentence], *,
+                    names: tuple[str, str, str] = ("gold", "prediction", "second prediction"),
+                    test: str = "bootstrap", samples: int = 10_000) -> dict[str, PairedResult]:
+    """The F1 of each metric of the aligned report for two parses of the gold
+    text, each difference (``b - a``) with a paired significance test
+    (:mod:`kgparser.experiments.significance`) over the gold sentences; ``names``:
+    the three files, for the error where a parse holds another text."""
+    from ..experiments.significance import paired_test
+
+    a = sentence_counts(gold, pred_a, names[0], names[1])
+    b = sentence_counts(gold, pred_b, names[0], names[2])
+    return {metric: paired_test(test, a[metric].correct, b[metric].correct, a[metric].halves, samples=samples,
+                                words_b=b[metric].halves) for metric in a}
 
 
 def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, p: int, pairs: Alignment) -> bool:
@@ -167,6 +264,8 @@ def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, 
     gold, pred = gold_words[g], pred_words[p]
     if metric in ("upos", "xpos", "ufeats"):
         return gold.columns[metric] == pred.columns[metric]
+    if metric == "lemma":  # a gold ``_`` matches any lemma (``conll18_ud_eval.py``)
+        return gold.columns[metric] is None or gold.columns[metric] == pred.columns[metric]
     head_right = _gold_head(pred.head, pairs) == gold.head
     if metric == "uas":
         return head_right
@@ -192,17 +291,24 @@ def _check_same_text(gold: list[str], pred: list[str], gold_name: str, pred_name
 
 def spans_score(gold: Sequence[tuple[int, int]], pred: Sequence[tuple[int, int]]) -> Score:
     """Predicted spans with a gold span of the same start and end."""
-    correct = g = p = 0
+    return Score(len(gold), len(pred), len(matched_spans(gold, pred)))
+
+
+def matched_spans(gold: Sequence[tuple[int, int]], pred: Sequence[tuple[int, int]]) -> list[int]:
+    """The gold spans (indices) that a predicted span matches, start and end."""
+    matched = []
+    g = p = 0
     while g < len(gold) and p < len(pred):
         if pred[p][0] < gold[g][0]:
             p += 1
         elif gold[g][0] < pred[p][0]:
             g += 1
         else:
-            correct += gold[g][1] == pred[p][1]
+            if gold[g][1] == pred[p][1]:
+                matched.append(g)
             g += 1
             p += 1
-    return Score(len(gold), len(pred), correct)
+    return matched
 
 
 class Alignment(dict):

@@ -24,8 +24,11 @@ Tags (over the same scored words, as ``conll18_ud_eval.py``): ``upos`` and
 words whose gold tag is given; ``ufeats``, the share whose *universal*
 features (:data:`UNIVERSAL_FEATURES`, in any order) match, and ``feats`` the
 share whose whole FEATS match (the class the joint tagger predicts), counted
-when the gold file has FEATS at all (``_``, no features, is then a value).
-A score the gold file cannot give is None.
+when the gold file has FEATS at all (``_``, no features, is then a value);
+``lemma``, the share of words whose predicted LEMMA is the gold one (exactly,
+casing included), counting the words whose gold LEMMA is given (the shared
+task's scorer counts a gold ``_`` as right whatever the prediction; see
+:mod:`kgparser.evaluation.aligned`).  A score the gold file cannot give is None.
 
 Breakdowns (always over the scored words):
 
@@ -64,7 +67,7 @@ __all__ = ["EvaluationError", "NonProjective", "PRF", "Scores", "check_sentence_
 
 DISTANCE_BUCKETS = ("root", "1", "2", "3", "4", "5", "6", "7+")
 #: the tag scores, in the order they are reported
-TAG_SCORES = ("upos", "xpos", "ufeats", "feats")
+TAG_SCORES = ("upos", "xpos", "ufeats", "feats", "lemma")
 #: the features UD defines for every language (``conll18_ud_eval.py``'s list); UFeats compares only these
 UNIVERSAL_FEATURES = frozenset({
     "PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy", "Number", "Case",
@@ -200,7 +203,7 @@ class Scores:
     by_sentence: dict[str, list[int]] = field(default_factory=dict)
 
     def tag_accuracy(self, score: str) -> float | None:
-        """``upos``, ``xpos``, ``ufeats`` or ``feats`` accuracy; None where gold has no such tags."""
+        """``upos``, ``xpos``, ``ufeats``, ``feats`` or ``lemma`` accuracy; None where gold has no such tags."""
         total = self.tagged.get(score, 0)
         return self.correct_tags.get(score, 0) / total if total else None
 
@@ -283,7 +286,7 @@ class Scores:
                 f"gold head (precision {100 * c.precision:.2f})")
 
 
-_TAG_NAMES = {"upos": "UPOS", "xpos": "XPOS", "ufeats": "UFeats", "feats": "FEATS (whole)"}
+_TAG_NAMES = {"upos": "UPOS", "xpos": "XPOS", "ufeats": "UFeats", "feats": "FEATS (whole)", "lemma": "Lemmas"}
 
 
 def _table(title: str, rows: Sequence[tuple[str, PRF]]) -> str:
@@ -387,7 +390,8 @@ def _count_breakdown(rows: dict[str, PRF], gold_key: str, pred_key: str | None, 
 def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has_feats: bool) -> None:
     """Add word ``i`` (0-based) to the tag scores its gold values allow."""
     pairs: list[tuple[str, object, object]] = [("upos", gold.upos[i], pred.upos[i]),
-                                               ("xpos", gold.xpos[i], pred.xpos[i])]
+                                               ("xpos", gold.xpos[i], pred.xpos[i]),
+                                               ("lemma", _lemma(gold.lemmas[i]), _lemma(pred.lemmas[i]))]
     if gold_has_feats:
         pairs += [("ufeats", features(gold.feats[i], True), features(pred.feats[i], True)),
                   ("feats", features(gold.feats[i], False), features(pred.feats[i], False))]
@@ -395,6 +399,10 @@ def _count_tags(scores: Scores, gold: Sentence, pred: Sentence, i: int, gold_has
         if gold_value is not None:
             scores.tagged[score] = scores.tagged.get(score, 0) + 1
             scores.correct_tags[score] = scores.correct_tags.get(score, 0) + (gold_value == pred_value)
+
+
+def _lemma(lemma: str) -> str | None:
+    return None if lemma == "_" else lemma
 
 
 def features(feats: str | None, universal: bool) -> frozenset:

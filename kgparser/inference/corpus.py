@@ -16,7 +16,11 @@ tokenized as it is read whatever its layout (:class:`~kgparser.io.rawtext.RawRea
 the same sentences whatever the pieces read), so the output is the same,
 byte for byte, for every chunk size and number of processes.  With ``processes`` > 1 the chunks
 are parsed by that many worker processes (:mod:`kgparser.inference.workers`) and
-written back in input order.
+written back in input order.  The :class:`Engine` says what parses them: the
+``local`` processes, or ``ray``: actors on a Ray cluster
+(:mod:`kgparser.inference.ray_engine`), fed and read back by this process the
+same way, so that reading, chunking, writing and counting stay here whatever
+the engine, and the output is the same bytes.
 
 The output stays safe: a file is written to a temporary file renamed over it
 at the end (:func:`kgparser.io.atomic.atomic_open`), so an error, a dead worker
@@ -26,7 +30,7 @@ lenient read skips the sentences that cannot be read, counted with their
 place (``FILE:LINE``), and with ``keep_skipped`` writes them back unchanged
 where they were.  Constraints (``--constraints``) are the one exception to
 chunking: their records name sentences by their place in the whole input,
-which is therefore parsed as one piece, in this process.
+which is therefore parsed as one piece, in this process, whatever the engine.
 
 Warnings from the chunks are shown once per kind; the long-sentence warning
 comes once, at the end, with the count for the whole input.
@@ -53,6 +57,8 @@ from .tags import TagReport
 #: with the caller's options, which returns a :class:`~kgparser.inference.parsing.Parsed`
 ParseFunction = Callable[[Any, list], Any]
 
+#: what may parse the chunks (:class:`Engine`)
+ENGINES = ("local", "ray")
 #: sentences per chunk: a few thousand keep the decoder's length-sorted batches full
 DEFAULT_CHUNK_SIZE = 2000
 #: compiled LSTM kernels oneDNN keeps (one per batch shape met; its default is 1,024)
@@ -133,6 +139,42 @@ def parse_chunk(model, items: list, *, parse: ParseFunction, as_text: bool) -> C
                        [(w.category, str(w.message)) for w in caught])
 
 
+@dataclass(frozen=True)
+class Engine:
+    """What parses the chunks, one of :data:`ENGINES`: ``local``, this process
+    or ``processes`` worker processes (:class:`~kgparser.inference.workers.ProcessPool`);
+    ``ray``, ``processes`` actors (:class:`~kgparser.inference.ray_engine.RayPool`)
+    on the Ray cluster at ``address`` (default: ``RAY_ADDRESS``, else a local
+    instance for the run).  ``device``: where the workers hold the model
+    (default: where the model is), so that a model loaded on this machine's
+    CPU can be parsed with on the cluster's GPUs."""
+
+    kind: str = "local"
+    address: str | None = None
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENGINES:
+            raise KgparserError(f"engine: expected one of {', '.join(ENGINES)}, got {self.kind!r}")
+
+    @classmethod
+    def of(cls, engine: str | Engine) -> Engine:
+        """``engine``, or the engine of that kind with its defaults."""
+        return engine if isinstance(engine, Engine) else cls(engine)
+
+    def pool(self, model, processes: int, work: Callable):
+        """The workers of this engine, as a context manager whose ``map(chunks)``
+        gives ``work(model, chunk)`` of each chunk in order."""
+        from .workers import ProcessPool, model_bytes
+
+        device = self.device or str(next(model.network.parameters()).device)
+        if self.kind == "ray":
+            from .ray_engine import RayPool
+
+            return RayPool(processes, model_bytes(model), device, work, address=self.address)
+        return ProcessPool(processes, model_bytes(model), device, work)
+
+
 def chunked(items: Iterable, size: int | None) -> Iterator[list]:
     """Lists of ``size`` items (all of them when ``size`` is None).  When
     ``items`` raises, the items read before are yielded first."""
@@ -151,16 +193,14 @@ def chunked(items: Iterable, size: int | None) -> Iterator[list]:
 
 
 def _results(model, chunks: Iterable[list], processes: int, parse: ParseFunction,
-             as_text: bool) -> Iterator[ChunkResult]:
-    """The :class:`ChunkResult` of each chunk, in order, from this process or ``processes`` workers."""
+             as_text: bool, engine: Engine) -> Iterator[ChunkResult]:
+    """The :class:`ChunkResult` of each chunk, in order, from this process or
+    ``processes`` workers of ``engine``."""
     work = functools.partial(parse_chunk, parse=parse, as_text=as_text)
-    if processes <= 1:
+    if processes <= 1 and engine.kind == "local":
         yield from (work(model, chunk) for chunk in chunks)
         return
-    from .workers import ProcessPool, model_bytes
-
-    device = str(next(model.network.parameters()).device)
-    with ProcessPool(processes, model_bytes(model), device, work) as pool:
+    with engine.pool(model, processes, work) as pool:
         yield from pool.map(chunks)
 
 
@@ -185,12 +225,14 @@ def _check(processes: int, chunk_size: int | None) -> None:
 
 
 def _streamed(model, source: Input, parse: ParseFunction, *, processes: int, chunk_size: int | None,
-              as_text: bool, summary: ParseSummary, progress: Progress) -> Iterator[ChunkResult]:
+              as_text: bool, summary: ParseSummary, progress: Progress,
+              engine: str | Engine = "local") -> Iterator[ChunkResult]:
     """The results of the chunks of ``source``, counted into ``summary`` and shown by ``progress``."""
     _check(processes, chunk_size)
     shown = _Warnings()
     try:
-        for result in _results(model, chunked(source.items(), chunk_size), processes, parse, as_text):
+        for result in _results(model, chunked(source.items(), chunk_size), processes, parse, as_text,
+                               Engine.of(engine)):
             summary.add(result)
             shown.show(result.warnings)
             progress.update()
@@ -200,16 +242,17 @@ def _streamed(model, source: Input, parse: ParseFunction, *, processes: int, chu
 
 
 def parse_file(model, parse: ParseFunction, source: Input, target, *, processes: int = 1,
-               chunk_size: int | None = DEFAULT_CHUNK_SIZE, progress: bool = False) -> ParseSummary:
+               chunk_size: int | None = DEFAULT_CHUNK_SIZE, progress: bool = False,
+               engine: str | Engine = "local") -> ParseSummary:
     """Parse ``source`` into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
-    open text file) chunk by chunk (see the module docstring); ``progress``:
-    show the progress line on standard error."""
+    open text file) chunk by chunk (see the module docstring) with ``processes``
+    workers of ``engine``; ``progress``: show the progress line on standard error."""
     summary = ParseSummary(skipped=source.skipped)
     shown = Progress(lambda seconds: parse_line(summary.sentences, summary.words, seconds, source.done_share()),
                      progress)
     with _output(target) as handle:
         for result in _streamed(model, source, parse, processes=processes, chunk_size=chunk_size, as_text=True,
-                                summary=summary, progress=shown):
+                                summary=summary, progress=shown, engine=engine):
             assert isinstance(result.output, str)  # parsed as_text
             handle.write(result.output)
     return summary

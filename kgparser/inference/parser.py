@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
@@ -51,18 +52,26 @@ from ..io.conllu import Sentence, SentenceList
 from ..io.reader import Input, InputData, RawTokenizer, read
 from ..model import Model
 from ..transitions import AnySystem
-from .corpus import DEFAULT_CHUNK_SIZE, ParseFunction, ParseSummary, parse_file, pipe
+from .corpus import DEFAULT_CHUNK_SIZE, Engine, ParseFunction, ParseSummary, parse_file, pipe
 from .decode import DecodingError, NonFiniteScores
 from .decoding_constraints import ConstraintReport, resolve_constraints
 from .options import checked_batch_size, checked_root_choice
 from .parsing import LongSentenceWarning, Parsed, parse_sentences, warn_long_sentences
 from .tags import TagReport
 
-__all__ = ["DecodingError", "LongSentenceWarning", "NonFiniteScores", "Parser"]
+__all__ = ["DecodingError", "LongSentenceWarning", "NonFiniteScores", "Parser", "RulesFallback"]
+
+#: what tokenizes raw text: ``auto`` the model's learned tokenizer where it has one, else spaCy's
+#: rules (with a :class:`RulesFallback` warning); ``model`` only the model's; ``rules`` spaCy's rules
+TOKENIZERS = ("auto", "model", "rules")
 
 #: what ``constraints`` may be (see the module docstring): a JSON-lines file, ``"misc"``,
 #: or one entry per sentence
 ConstraintsInput = str | os.PathLike[str] | Iterable[Any]
+
+
+class RulesFallback(UserWarning):
+    """Raw text is tokenized by spaCy's rules because the model has no tokenizer of its own."""
 
 
 class Parser:
@@ -97,12 +106,15 @@ class Parser:
 
     def parse(self, data: InputData, *, constraints: ConstraintsInput | None = None, on_bad_constraints: str = "error",
               lenient: bool = False, tags: str = "auto", input_format: str = "conllu", root_choice: str | None = None,
-              lang: str | None = None) -> SentenceList:
+              lang: str | None = None, tokenizer: str = "auto") -> SentenceList:
         """Parse a CoNLL-U path, Sentences, or lists of forms / (form, upos) tokens;
         with ``input_format="text"``, a pre-tokenized text file or a list of lines
         (one sentence per line, tokens separated by spaces: :mod:`kgparser.io.plaintext`);
         with ``input_format="raw"``, raw text (a str) or a raw text file (a Path),
-        tokenized by spaCy for ``lang`` (default :attr:`lang`: :mod:`kgparser.tokenize.rules`).
+        split into sentences, tokens and words by the model's learned tokenizer
+        (:mod:`kgparser.tokenize`) where it has one, else (or with
+        ``tokenizer="rules"``) by spaCy's rules for ``lang`` (default
+        :attr:`lang`: :mod:`kgparser.tokenize.rules`).
 
         Returns Sentences with HEAD and DEPREL set (copies: inputs are left unchanged);
         every other column and comment is kept.  ``constraints``: see the module
@@ -117,21 +129,38 @@ class Parser:
         :mod:`kgparser.inference.tree_repair`); default the model's ``decoding.root_choice``.
         """
         checked_root_choice(root_choice)
-        sentences = read(data, input_format, lenient=lenient, raw=self._raw_tokenizer(input_format, lang))
+        sentences = read(data, input_format, lenient=lenient, raw=self._raw_tokenizer(input_format, lang, tokenizer))
         parsed = parse_sentences(self.model, sentences, batch_size=self.batch_size, tags=tags,
                                  constraints=constraints, on_bad_constraints=on_bad_constraints,
                                  root_choice=root_choice)
         self._report(parsed.tag_report, parsed.constraint_report, parsed)
         return sentences
 
-    def _raw_tokenizer(self, input_format: str, lang: str | None) -> RawTokenizer | None:
-        """What tokenizes raw input for this model: spaCy's rules for ``lang`` or
-        the model's language (None for the other formats, which need none)."""
+    def _raw_tokenizer(self, input_format: str, lang: str | None, tokenizer: str) -> RawTokenizer | None:
+        """What tokenizes raw input (None for the other formats, which need
+        none): the model's learned tokenizer, or spaCy's rules for ``lang`` or
+        the model's language, as ``tokenizer`` (:data:`TOKENIZERS`) says; a
+        model without a tokenizer falls back to the rules with a
+        :class:`RulesFallback` warning."""
+        if tokenizer not in TOKENIZERS:
+            raise KgparserError(f"tokenizer: {tokenizer!r} is not one of {', '.join(TOKENIZERS)}")
         if input_format != "raw":
             return None
+        if tokenizer != "rules" and self.model.tokenizer is not None:
+            from ..io.rawtext import stream_raw
+
+            return functools.partial(stream_raw, segmenter=self.model.tokenizer)
+        if tokenizer == "model":
+            raise KgparserError("this model has no tokenizer (it was trained without tokenizer.enabled); "
+                                "tokenize with spaCy's rules: --tokenizer rules (tokenizer='rules')")
         from ..tokenize.rules import read_rules
 
-        return functools.partial(read_rules, lang=lang or self.lang)
+        language = lang or self.lang
+        if tokenizer == "auto":
+            warnings.warn(RulesFallback("this model has no tokenizer of its own (trained without "
+                                        "tokenizer.enabled): raw text is tokenized by spaCy's rules"
+                                        + (f" for {language!r}" if language else "")), stacklevel=3)
+        return functools.partial(read_rules, lang=language)
 
     def _parse_function(self, options: dict[str, Any]) -> ParseFunction:
         """The parse sequence with :meth:`parse`'s ``options`` and this parser's
@@ -170,24 +199,29 @@ class Parser:
 
     def parse_file(self, source: str | Path, target: str | Path | IO[str], *, keep_skipped: bool = False,
                    output_format: str = "conllu", processes: int = 1, chunk_size: int | None = None,
+                   engine: str | Engine = "local",
                    progress: bool = False, lenient: bool = False, input_format: str = "conllu",
-                   lang: str | None = None, **options: Any) -> ParseSummary:
+                   lang: str | None = None, tokenizer: str = "auto", **options: Any) -> ParseSummary:
         """Parse a file into ``target`` (a path, ``.gz`` for gzip, ``-`` or an
         open text file) and return a :class:`~kgparser.inference.corpus.ParseSummary`
         (sentences, words, ``skipped``, ``tag_report``); ``options`` are
         :meth:`parse`'s (``constraints``, ``on_bad_constraints``, ``tags``,
-        ``root_choice``), as are ``lenient``, ``input_format`` and ``lang``.  CoNLL-U output
+        ``root_choice``), as are ``lenient``, ``input_format``, ``lang`` and ``tokenizer``.  CoNLL-U output
         is streamed: read, parsed and written ``chunk_size`` sentences at a time
         (default :data:`~kgparser.inference.corpus.DEFAULT_CHUNK_SIZE`), by ``processes``
         worker processes, in flat memory, with a progress line on standard error
-        if ``progress`` (:mod:`kgparser.inference.corpus`).  ``output_format``:
+        if ``progress`` (:mod:`kgparser.inference.corpus`).  ``engine``: what
+        parses the chunks: ``"local"`` (this process or worker processes),
+        ``"ray"`` (``processes`` Ray actors: :mod:`kgparser.inference.ray_engine`),
+        or an :class:`~kgparser.inference.corpus.Engine` naming Ray's address and
+        the actors' device; the output is the same.  ``output_format``:
         ``conllu``, or ``html`` / ``svg`` for pictures of the trees
         (:mod:`kgparser.io.render`; the whole input at once).  ``keep_skipped``
         reads leniently and writes each sentence that cannot be read back
         unchanged in its place, so that the output has as many sentences as the
         input (without it, a lenient parse leaves them out).  Constraints name
         sentences by their place in the whole input, which is then parsed as
-        one piece, in this process.  A file target is
+        one piece, in this process, whatever the engine.  A file target is
         written whole or not at all: nothing is written when parsing fails,
         e.g. on a truncated ``.gz`` file, whose sentences read before the damage
         are not written as if they were the whole file."""
@@ -197,34 +231,56 @@ class Parser:
         lenient = lenient or keep_skipped
         if output_format != "conllu":
             path = Path(source) if input_format == "raw" else source  # a file name, not the text itself
-            sentences = self.parse(path, lenient=lenient, input_format=input_format, lang=lang, **options)
+            sentences = self.parse(path, lenient=lenient, input_format=input_format, lang=lang, tokenizer=tokenizer,
+                                   **options)
             write_picture(sentences, target, output_format)
             return ParseSummary.of(sentences, self.tag_report)
         if options.get("constraints") is not None:
-            processes, chunk_size = 1, None
+            processes, chunk_size, engine = 1, None, "local"
         else:
             chunk_size = chunk_size or DEFAULT_CHUNK_SIZE
         reader = Input(Path(source), input_format, lenient=lenient, keep_skipped=keep_skipped,
-                       raw=self._raw_tokenizer(input_format, lang))
+                       raw=self._raw_tokenizer(input_format, lang, tokenizer))
         summary = parse_file(self.model, self._parse_function(options), reader, target, processes=processes,
-                             chunk_size=chunk_size, progress=progress)
+                             chunk_size=chunk_size, progress=progress, engine=engine)
         self._report(summary.tag_report, summary.constraint_report, summary)
         return summary
 
     def pipe(self, data: InputData, *, processes: int = 1, chunk_size: int | None = None,
-             input_format: str = "conllu", lang: str | None = None, **options: Any) -> Iterator[Sentence]:
+             input_format: str = "conllu", lang: str | None = None, tokenizer: str = "auto",
+             **options: Any) -> Iterator[Sentence]:
         """Parse any iterable of sentences lazily: a generator of parsed copies,
         ``chunk_size`` sentences read and parsed at a time (default
         :data:`~kgparser.inference.corpus.DEFAULT_CHUNK_SIZE`), by ``processes``
         worker processes, in input order.  ``data``: Sentences or token lists as for
         :meth:`parse` (``input_format="text"``: lines of pre-tokenized text;
-        ``"raw"``: a text); ``options`` are :meth:`parse`'s but ``constraints``.
+        ``"raw"``: a text, ``lang`` and ``tokenizer`` as for :meth:`parse`); ``options`` are
+        :meth:`parse`'s but ``constraints``.
         When ``data`` raises, the sentences read before it are yielded first."""
         if options.get("constraints") is not None:
             raise KgparserError("pipe: constraints name sentences of a whole input; use Parser.parse")
         parse = self._parse_function(options)
         summary = ParseSummary()
-        reader = Input(data, input_format, raw=self._raw_tokenizer(input_format, lang))
+        reader = Input(data, input_format, raw=self._raw_tokenizer(input_format, lang, tokenizer))
         yield from pipe(self.model, parse, reader, summary, processes=processes,
                         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE)
         self._report(summary.tag_report, summary.constraint_report, summary)
+
+    def parse_dataset(self, dataset: Any, *, input_format: str = "text", column: str = "text",
+                      output: str = "conllu", processes: int = 1, device: str | None = None,
+                      lang: str | None = None, tokenizer: str = "auto", **options: Any) -> Any:
+        """Parse a Ray Dataset: a Dataset of the parsed sentences of the rows'
+        ``column`` (pre-tokenized text, raw text or CoNLL-U, as ``input_format``
+        says; ``lang`` and ``tokenizer`` as for :meth:`parse`), one row per
+        sentence, with the other columns of its row and its CoNLL-U
+        (``output="conllu"``) or a record (``"records"``), parsed by
+        ``processes`` Ray actors holding this model on ``device`` (default: where
+        it is): :func:`kgparser.inference.ray_dataset.parse_dataset`.  ``options``
+        are :meth:`parse`'s but ``constraints``."""
+        from .ray_dataset import parse_dataset
+
+        if options.get("constraints") is not None:
+            raise KgparserError("parse_dataset: constraints name sentences of a whole input; use Parser.parse")
+        return parse_dataset(dataset, self.model, self._parse_function(options), input_format=input_format,
+                             column=column, output=output, processes=processes, device=device,
+                             raw=self._raw_tokenizer(input_format, lang, tokenizer))

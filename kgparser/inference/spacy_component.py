@@ -2,7 +2,7 @@
 
     nlp = spacy.blank("en")                       # or a trained pipeline without its parser
     nlp.add_pipe("kgparser", config={"model": "runs/quickstart/best.pt"})
-    doc = nlp("The cat sleeps. It dreams.")       # token.head, dep_, pos_, tag_, morph, doc.sents
+    doc = nlp("The cat sleeps. It dreams.")       # token.head, dep_, pos_, tag_, morph, lemma_, doc.sents
 
 The factory ``kgparser`` is registered through the ``spacy_factories`` entry
 point, so spaCy finds it once kgparser is installed.  The component works
@@ -12,7 +12,7 @@ sentencizer, and sets every token's head and label, so that ``doc.sents``
 are the trees' sentences.  White-space tokens hang from the word before them
 (the first word after them at the start of a sentence) as ``dep``, as
 spaCy's own parser attaches them.  Tags the pipeline already set (``pos_``,
-``tag_``, ``morph``) are read and kept, the model's tagger fills in the
+``tag_``, ``morph``, ``lemma_``) are kept, the model's tagger fills in the
 others (``--tags auto``; ``tags`` in the config).  ``nlp.pipe`` parses
 ``batch_size`` documents at a time, their sentences in one call; with
 ``n_process=N``, each process spaCy forks parses on one torch thread.  A
@@ -118,20 +118,23 @@ class KgparserComponent:
         return doc_words(doc, tags=True)
 
     def to_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> None:
-        """Copy the checkpoint into ``path`` (a folder, made if needed)."""
-        from ..io.atomic import atomic_path
-
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        data = Path(self.model).read_bytes()
-        with atomic_path(path / MODEL_FILE) as temporary:
-            Path(temporary).write_bytes(data)
+        copy_model(self.model, Path(path))
 
     def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> KgparserComponent:
         """Parse with the checkpoint :meth:`to_disk` copied into ``path``."""
         self.model = str(Path(path) / MODEL_FILE)
         self._parser = None
         return self
+
+
+def copy_model(model: str | Path, folder: Path) -> None:
+    """Copy the checkpoint ``model`` into ``folder`` (made if needed) as :data:`MODEL_FILE`."""
+    from ..io.atomic import atomic_path
+
+    folder.mkdir(parents=True, exist_ok=True)
+    data = Path(model).read_bytes()
+    with atomic_path(folder / MODEL_FILE) as temporary:
+        Path(temporary).write_bytes(data)
 
 
 def _set_annotations(doc, sentence_words: list, parsed: list) -> None:
@@ -179,3 +182,6 @@ def _set_tags(token, sentence, i: int) -> None:
         token.tag_ = xpos
     if feats and not str(token.morph):
         token.set_morph(feats)
+    lemma = sentence.lemmas[i]
+    if lemma != "_" and not token.lemma_:
+        token.lemma_ = lemma

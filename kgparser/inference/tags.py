@@ -14,9 +14,12 @@ on the EWT sample's dev file), so the tags are handled explicitly:
     has some (for a model that reads its own predicted tags).
 
 A column the input fills is never changed: predicted tags are written only
-where the input has ``_``.  UPOS and XPOS are missing word by word; FEATS
+where the input has ``_``.  UPOS, XPOS and LEMMA are missing word by word; FEATS
 sentence by sentence, because in UD ``_`` is also the FEATS of a word without
-features, so a sentence with some FEATS gives the whole column.
+features, so a sentence with some FEATS gives the whole column.  A predicted
+lemma is the tagger's edit script applied to the word's form
+(:mod:`kgparser.lemma`); the parser never reads lemmas, so ``predict``
+changes nothing for them.
 
 A model that reads the input's tags (``model.tag_input: gold``) cannot parse
 input without them: when no word has its tag column, parsing stops with

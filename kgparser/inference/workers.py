@@ -39,7 +39,7 @@ import traceback
 import warnings
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import KgparserError
 from ..io.parent_death import end_with_parent
@@ -87,7 +87,7 @@ def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, d
     try:
         model = _build_model(data, device)
     except Exception as error:  # reported by the parent, which sends no chunk then
-        connection.send((-1, _failure(error)))
+        connection.send((-1, failure(error)))
         return
     del data
     while True:
@@ -99,11 +99,7 @@ def _serve(connection: Connection, parent: int, inherited: tuple, data: bytes, d
             return
         index, chunk = task
         try:
-            answer = ("done", work(model, chunk))
-        except Exception as error:
-            answer = _failure(error)
-        try:
-            connection.send((index, answer))
+            connection.send((index, answered(work, model, chunk)))
         except (BrokenPipeError, ConnectionResetError):  # the parent is gone
             return
 
@@ -121,7 +117,16 @@ def _tie_to_parent(parent: int, inherited: tuple) -> None:
         connection.close()
 
 
-def _failure(error: Exception) -> tuple:
+def answered(work: Callable, model, chunk) -> tuple:
+    """``("done", work(model, chunk))``, or the failure of an error it raised
+    (a worker's answer, which :func:`result` turns back into a result or an error)."""
+    try:
+        return "done", work(model, chunk)
+    except Exception as error:
+        return failure(error)
+
+
+def failure(error: Exception) -> tuple:
     if isinstance(error, KgparserError):
         return "error", str(error)
     return "bug", "".join(traceback.format_exception(error)).rstrip()
@@ -213,33 +218,7 @@ class ProcessPool:
     def map(self, chunks: Iterable) -> Iterator[Any]:
         """``work(model, chunk)`` of each chunk, in the chunks' order.  An error
         raised by ``chunks`` is raised after the results of the chunks read before it."""
-        chunks = iter(chunks)
-        idle = list(self.workers)
-        done: dict[int, Any] = {}
-        sent = next_out = 0
-        source_error: BaseException | None = None
-        limit = CHUNKS_PER_WORKER * len(self.workers)
-        while True:
-            while idle and source_error is None and sent - next_out < limit:
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    source_error = StopIteration()
-                    break
-                except Exception as error:
-                    source_error = error
-                    break
-                self._send(idle.pop(), sent, chunk)
-                sent += 1
-            while next_out in done:
-                yield done.pop(next_out)
-                next_out += 1
-            if next_out == sent and source_error is not None:
-                if not isinstance(source_error, StopIteration):
-                    raise source_error
-                return
-            if next_out < sent and next_out not in done:
-                idle += self._receive(done)
+        return ordered_map(chunks, self.workers, self._send, self._receive, CHUNKS_PER_WORKER * len(self.workers))
 
     def _send(self, worker: _Worker, index: int, chunk) -> None:
         worker.index = index
@@ -259,7 +238,7 @@ class ProcessPool:
                     index, answer = worker.connection.recv()
                 except (EOFError, ConnectionResetError):
                     raise self._died(worker) from None
-                done[index] = _result(answer)
+                done[index] = result(answer)
                 worker.index = None
                 idle.append(worker)
             elif worker.process.sentinel in ready:
@@ -289,7 +268,46 @@ class ProcessPool:
             worker.connection.close()
 
 
-def _result(answer: tuple):
+def ordered_map(chunks: Iterable, workers: Sequence, send: Callable[[Any, int, Any], None],
+                receive: Callable[[dict[int, Any]], list], limit: int) -> Iterator[Any]:
+    """The results of ``chunks`` in the chunks' order, from ``workers`` that each
+    parse one chunk at a time (this pool's processes, or Ray actors:
+    :mod:`kgparser.inference.ray_engine`): ``send(worker, index, chunk)`` hands
+    an idle worker chunk number ``index``; ``receive(done)`` waits for at least
+    one result, puts it in ``done`` under its index, and returns the workers it
+    left idle.  At most ``limit`` chunks are held at a time (sent, or parsed but
+    not yet yielded).  An error raised by ``chunks`` is raised after the results
+    of the chunks read before it."""
+    chunks = iter(chunks)
+    idle = list(workers)
+    done: dict[int, Any] = {}
+    sent = next_out = 0
+    source_error: BaseException | None = None
+    while True:
+        while idle and source_error is None and sent - next_out < limit:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                source_error = StopIteration()
+                break
+            except Exception as error:
+                source_error = error
+                break
+            send(idle.pop(), sent, chunk)
+            sent += 1
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
+        if next_out == sent and source_error is not None:
+            if not isinstance(source_error, StopIteration):
+                raise source_error
+            return
+        if next_out < sent and next_out not in done:
+            idle += receive(done)
+
+
+def result(answer: tuple):
+    """The result of a worker's answer (:func:`answered`), or its error raised here."""
     kind, value = answer[0], answer[1]
     if kind == "done":
         return value

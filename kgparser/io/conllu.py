@@ -70,6 +70,8 @@ _WHITESPACE = re.compile(r"\s")
 #: C0 control characters but TAB, and the Unicode line separators: NUL ends a string in
 #: C tools, the others break lines for Python's ``str.splitlines`` and other readers
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x85\u2028\u2029]")
+#: what a LEMMA may not hold: a control character or a TAB
+_CONTROL_OR_TAB = re.compile("[\x00-\x1f\x85\u2028\u2029]")
 #: white space but the TABs between columns, which CoNLL-U allows in FORM, LEMMA and MISC only
 _SPACE = re.compile(r"[^\S\t]")
 
@@ -302,6 +304,12 @@ class Sentence:
     # --- derived views ------------------------------------------------------
 
     @property
+    def lemma(self) -> list[str | None]:
+        """LEMMA of each word (length n), None for ``_``, as ``upos``, ``xpos`` and
+        ``feats`` hold theirs (``lemmas`` holds the column as written)."""
+        return [_nullable(lemma) for lemma in self.lemmas]
+
+    @property
     def misc(self) -> list[dict | None]:
         """MISC of each word (length n) as a dict (``conllu`` semantics), None for ``_``."""
         if self._misc is None:
@@ -382,16 +390,19 @@ class Sentence:
         self.heads, self.deprels = new_heads, new_deprels
 
     def set_tags(self, columns: dict[str, Sequence[str | None]]) -> None:
-        """Replace whole ``upos``, ``xpos`` or ``feats`` columns: ``columns`` maps each
-        to its n new values (None or ``_`` writes ``_``); nothing else changes."""
-        indices = {"upos": UPOS, "xpos": XPOS, "feats": FEATS}
+        """Replace whole ``upos``, ``xpos``, ``feats`` or ``lemma`` columns: ``columns`` maps
+        each to its n new values (None or ``_`` writes ``_``); nothing else changes."""
+        indices = {"lemma": LEMMA, "upos": UPOS, "xpos": XPOS, "feats": FEATS}
         columns = {name: [None if not v or v == "_" else v for v in values] for name, values in columns.items()}
         for name, values in columns.items():
             if len(values) != self.n:
                 raise ValueError(f"{name} has length {len(values)}, expected n = {self.n}")
+            # CoNLL-U allows spaces in LEMMA, never a TAB or a line break
+            unwritable = _CONTROL_OR_TAB if name == "lemma" else _WHITESPACE
             for dep, value in enumerate(values, start=1):
-                if value is not None and _WHITESPACE.search(value):
-                    raise ValueError(f"word {dep}: {name} {value!r} contains whitespace")
+                if value is not None and unwritable.search(value):
+                    raise ValueError(f"word {dep}: {name} {value!r} contains "
+                                     f"{'a control character' if name == 'lemma' else 'whitespace'}")
         for dep in range(1, self.n + 1):
             row = self._word_rows[dep]
             cols = self._lines[row].split("\t")
@@ -399,7 +410,10 @@ class Sentence:
                 cols[indices[name]] = values[dep - 1] or "_"
             self._lines[row] = "\t".join(cols)
         for name, values in columns.items():
-            setattr(self, name, values)
+            if name == "lemma":
+                self.lemmas = [value or "_" for value in values]
+            else:
+                setattr(self, name, values)
 
     def to_conllu(self) -> str:
         """The sentence block, ending with the blank line that separates sentences."""

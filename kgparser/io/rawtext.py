@@ -281,15 +281,24 @@ def text_of(sentences: Iterable[Sentence]) -> str:
     each ``# newpar`` sentence but the first.  Exactly the text
     :func:`raw_sentences` read; for a treebank, its text as UD's
     ``# text`` and ``# newpar`` lines give it."""
-    pieces: list[str] = []
+    before, layout = token_layout(sentences)
+    return before + "".join(form + after for tokens in layout for form, after in tokens)
+
+
+def token_layout(sentences: Iterable[Sentence]) -> tuple[str, list[list[tuple[str, str]]]]:
+    """How :func:`text_of` lays the sentences out: the white space before the
+    first token, and per sentence the form of each token as written with the
+    white space after it."""
+    before = ""
+    layout: list[list[tuple[str, str]]] = []
     for sentence in sentences:
-        if pieces and _starts_paragraph(sentence) and pieces[-1] == " ":
-            pieces[-1] = "\n\n"
-        for index, (form, misc) in enumerate(surface_tokens(sentence)):
-            if index == 0 and "SpacesBefore" in misc and not pieces:
-                pieces.append(unescape(misc["SpacesBefore"]))
-            pieces += [form, _after(misc)]
-    return "".join(pieces)
+        if layout and layout[-1] and _starts_paragraph(sentence) and layout[-1][-1][1] == " ":
+            layout[-1][-1] = (layout[-1][-1][0], "\n\n")
+        tokens = surface_tokens(sentence)
+        if tokens and not any(layout) and "SpacesBefore" in tokens[0][1]:
+            before = unescape(tokens[0][1]["SpacesBefore"])
+        layout.append([(form, _after(misc)) for form, misc in tokens])
+    return before, layout
 
 
 def _starts_paragraph(sentence: Sentence) -> bool:

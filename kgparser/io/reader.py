@@ -1,7 +1,8 @@
 """The one reader: every input a parse takes becomes a stream of sentences here.
 
 :class:`Input` reads a file (a path; ``-`` is standard input, ``.gz`` is
-decompressed) or data in memory, in one of the :data:`INPUT_FORMATS`:
+decompressed), an open text stream (read as a file's text: CoNLL-U text in
+memory, ``io.StringIO(text)``) or data in memory, in one of the :data:`INPUT_FORMATS`:
 
 ``conllu``
     CoNLL-U (:mod:`~kgparser.io.conllu`); in memory, Sentences (copied, so
@@ -97,8 +98,10 @@ class Input:
         else:
             yield from self._raw_tokenizer()(handle, name)
 
-    def _in_memory(self) -> Iterator[Sentence]:
-        if self.input_format == "raw":
+    def _in_memory(self) -> Iterator[Sentence | SkippedBlock]:
+        if isinstance(self.data, io.TextIOBase):  # an open text stream: read as a file is
+            yield from self._read(cast(IO[str], self.data), getattr(self.data, "name", "<text>"))
+        elif self.input_format == "raw":
             if not isinstance(self.data, str):
                 raise KgparserError(f"raw text: expected the text (a str) or a file path, "
                                     f"got {type(self.data).__name__}")

@@ -2,8 +2,10 @@
 
 :class:`Model` ties the pieces a checkpoint holds: the resolved config, the
 vocabularies, the action inventory (:mod:`kgparser.model.inventory`: the
-columns of the score matrix), the network weights and the fingerprint of its
-encoder (whose weights stay where they are: :mod:`kgparser.model.encoder`).
+columns of the score matrix), the network weights, the fingerprint of its
+encoder (whose weights stay where they are: :mod:`kgparser.model.encoder`)
+and, where the run learned one, the tokenizer of raw text
+(:mod:`kgparser.tokenize`).
 What a batch of sentences turns into is :attr:`Model.inputs`
 (:mod:`kgparser.model.inputs`); the checkpoint's layout is
 :mod:`kgparser.model.checkpoint`.
@@ -30,6 +32,7 @@ from .vocab import Vocabularies
 
 if TYPE_CHECKING:
     from ..io.conllu import Sentence
+    from ..tokenize.model import Tokenizer
 
 __all__ = ["CharTable", "Model", "Network", "SLOTS_PER_POSITION"]
 
@@ -64,6 +67,8 @@ class Model:
         #: words in the longest training sentence (set by training; None when unknown),
         #: saved so that the parser can warn about longer input
         self.max_train_length: int | None = None
+        #: the learned tokenizer of raw text (``tokenizer.enabled``: :mod:`kgparser.tokenize`), or None
+        self.tokenizer: Tokenizer | None = None
 
     @property
     def n_slots(self) -> int:
@@ -138,6 +143,7 @@ class Model:
                         if k not in left_out},
             "max_train_length": self.max_train_length,
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder else None,
+            **({"tokenizer": self.tokenizer.to_data()} if self.tokenizer else {}),
         }
 
     @classmethod
@@ -167,6 +173,10 @@ class Model:
                      if keys]
             raise ValueError(f"the checkpoint's weights do not fit the network ({'; '.join(found)})")
         model.max_train_length = data.get("max_train_length")  # absent from older checkpoints
+        if "tokenizer" in data:
+            from ..tokenize.model import Tokenizer
+
+            model.tokenizer = Tokenizer.from_data(data["tokenizer"], model.config.tokenizer)
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model

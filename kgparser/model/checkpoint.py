@@ -8,7 +8,9 @@ with ``torch.load(path, weights_only=True)``::
     kgparser_version  "0.1.0"
     model             Model.to_data(): config, vocabs, ext_words, ext_dim,
                       actions, transitions [[action, label|None], ...], weights,
-                      max_train_length, encoder_fingerprint
+                      max_train_length, encoder_fingerprint, and where the run
+                      learned one, tokenizer: Tokenizer.to_data() (characters,
+                      weights, multiword)
     epoch             completed epochs
     dev               {"uas": .., "las": ..} of this model (None without dev data)
     training          (last.pt only) optimizer state, torch RNG state,
@@ -64,6 +66,9 @@ FIELDS = {
         "weights": {str: torch.Tensor},
         "max_train_length": (int, type(None)),
         "encoder_fingerprint": (str, type(None)),
+        "tokenizer": {"characters": [int], "weights": {str: torch.Tensor},
+                      "multiword": {"exact": [[(str, list)]], "lowered": [[(str, list)]], "rules": [list],
+                                    "single": [str]}},
     },
     "epoch": int,
     "dev": (dict, type(None)),
@@ -141,7 +146,10 @@ def _plain_data(path: Path) -> object:
 
 def _check_finite_weights(path: Path, data: dict) -> None:
     """Raise naming the first weight tensor that holds NaN or inf."""
-    for name, tensor in data.get("model", {}).get("weights", {}).items():  # of the types of FIELDS
+    model = data.get("model", {})
+    tokenizer = {f"tokenizer.{name}": tensor
+                 for name, tensor in model.get("tokenizer", {}).get("weights", {}).items()}
+    for name, tensor in {**model.get("weights", {}), **tokenizer}.items():  # of the types of FIELDS
         if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise CheckpointError(f"{path}: the weights are not finite ({name} holds NaN or inf): the checkpoint "
                                   f"is damaged, e.g. by diverged training; retrain with a lower learning rate")

@@ -1,12 +1,14 @@
-"""The joint tagger: one softmax head per predicted column (UPOS, XPOS, FEATS) on
-the BiLSTM the parser reads, trained together with the parser.
+"""The joint tagger: one softmax head per predicted column (UPOS, XPOS, FEATS,
+LEMMA) on the BiLSTM the parser reads, trained together with the parser.
 
 This is the multi-task design of UDPipe 2 (Straka 2018, "UDPipe 2.0 Prototype at
 CoNLL 2018 UD Shared Task", section 3.2: taggers and parser share the BiLSTM and
 are trained with the sum of their losses), which lets one checkpoint tag and
 parse text without gold tags.  FEATS is predicted as one class per distinct
 whole string, as UDPipe 1 does (Straka, Hajič & Straková 2016): simple, and
-the feature combinations of a treebank are few.
+the feature combinations of a treebank are few.  LEMMA is predicted as the edit
+script that turns the word's form into its lemma (:mod:`kgparser.lemma`),
+as UDPipe does: a few hundred classes on a treebank (625 on English EWT).
 
 Class ``c`` of a column is item ``c + TAG_CLASS_OFFSET`` of its vocabulary: the
 padding, unknown and ROOT entries are never predicted.  For the column the
@@ -21,10 +23,10 @@ from typing import Sequence, cast
 import torch
 from torch import nn
 
-from .vocab import ROOT_ID, column_values
+from .vocab import ROOT_ID, column_value, column_values
 
 #: the columns the tagger can predict, in the order they are reported
-TAG_COLUMNS = ("upos", "xpos", "feats")
+TAG_COLUMNS = ("upos", "xpos", "feats", "lemma")
 #: vocabulary id of class 0: padding, unknown and ROOT come first
 TAG_CLASS_OFFSET = ROOT_ID + 1
 #: target of a row the loss skips (ROOT, a word without a gold tag)
@@ -76,13 +78,15 @@ def tagging_loss(scores: dict[str, torch.Tensor], targets: dict[str, torch.Tenso
 
 def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> list[dict[str, list[str]]]:
     """Per sentence, the best tag of each of its words in every predicted column
-    (``scores``: :meth:`Network.tag_scores` of the batch ``sentences``)."""
+    (``scores``: :meth:`Network.tag_scores` of the batch ``sentences``); a
+    lemma is its best edit script applied to the word's form."""
     columns = {column: (vocab.items, scores[column].argmax(1).tolist())
                for column, vocab in model.vocabs.tag_columns.items()}
     result, start = [], 0
     for sentence in sentences:
         words = range(start + 1, start + sentence.n + 1)  # row ``start`` is ROOT
-        result.append({column: [items[best[row] + TAG_CLASS_OFFSET] for row in words]
+        result.append({column: [column_value(column, items[best[row] + TAG_CLASS_OFFSET], form)
+                                for row, form in zip(words, sentence.forms)]
                        for column, (items, best) in columns.items()})
         start += sentence.n + 1
     return result

@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
+from ..lemma import apply_class, lemma_class
+
 PAD, UNK, ROOT_TOKEN = "<pad>", "<unk>", "<root>"
 PAD_ID, UNK_ID, ROOT_ID = 0, 1, 2
 
@@ -109,9 +111,19 @@ EMPTY_FEATS = "_"
 
 def column_values(sentence, column: str) -> list:
     """Word ``column`` values of a sentence as the tagger learns them: UPOS and XPOS
-    with None for ``_`` (unknown), FEATS with ``_`` kept as a class (no features)."""
+    with None for ``_`` (unknown), FEATS with ``_`` kept as a class (no features),
+    LEMMA as the edit script of the word's form (:mod:`kgparser.lemma`), None for ``_``."""
     values = getattr(sentence, column)
+    if column == "lemma":
+        return [None if lemma is None else lemma_class(form, lemma) for form, lemma in zip(sentence.forms, values)]
     return [v or EMPTY_FEATS for v in values] if column == "feats" else values
+
+
+def column_value(column: str, item: str, form: str) -> str:
+    """The value a word of ``form`` gets from the tagger's class ``item`` of
+    ``column`` (:func:`column_values` the other way): the lemma the edit script
+    gives the form, for the other columns the class itself."""
+    return apply_class(item, form) if column == "lemma" else item
 
 
 def _column_vocab(sentences, column: str) -> Vocab:

@@ -9,6 +9,7 @@ scored and the best epoch is kept (early stopping after
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,11 +18,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..config import TokenizerConfig
 from ..errors import KgparserError
 from ..io.conllu import Sentence
 from ..io.rawtext import paragraph_spans
 from .data import ENDS, MWT_ENDS, SENTENCE_ENDS, LabelledText, labelled_text
-from .model import CharacterTagger, CharacterVocabulary, Chunks, Tokenizer, TokenizerConfig, make_chunks
+from .model import CharacterTagger, CharacterVocabulary, Chunks, Tokenizer, make_chunks
 from .mwt import MultiwordExpander
 
 #: a target the loss leaves out (context characters, padding)
@@ -45,15 +47,38 @@ class Paragraphs:
                    np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64))
 
 
+@dataclass
+class TokenizerEpoch:
+    """What one epoch of :func:`train_tokenizer` did: the mean loss per
+    character, the development text's F1 of each kind of end (none without
+    development text) and the seconds it took."""
+
+    epoch: int
+    loss: float
+    dev: dict[str, float]
+    seconds: float
+
+    def line(self) -> str:
+        return (f"tokenizer epoch {self.epoch}: loss {self.loss:.4f}"
+                + "".join(f", dev {name} F1 {100 * value:.2f}" for name, value in self.dev.items())
+                + f" ({self.seconds:.0f}s)")
+
+
+def _print_line(epoch: TokenizerEpoch) -> None:
+    print(epoch.line())
+
+
 def train_tokenizer(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None,
-                    config: TokenizerConfig | None = None, log: Callable[[str], None] = print) -> Tokenizer:
+                    config: TokenizerConfig | None = None, report: Callable[[TokenizerEpoch], None] = _print_line,
+                    seed: int = 1) -> Tokenizer:
     """A tokenizer trained on the running text of ``train``, the epoch that
-    scores best on ``dev`` kept (the last one without ``dev``)."""
+    scores best on ``dev`` kept (the last one without ``dev``); each epoch is
+    ``report``-ed; ``seed`` seeds initialization, dropout and the chunks' cuts."""
     config = config or TokenizerConfig()
     if config.epochs < 1:
         raise KgparserError(f"tokenizer epochs: must be at least 1, got {config.epochs}")
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     data = labelled_text(train)
     vocabulary = CharacterVocabulary.of(data.text, config.min_char_count)
     tokenizer = Tokenizer(config, vocabulary, CharacterTagger(len(vocabulary), config),
@@ -66,9 +91,7 @@ def train_tokenizer(train: Sequence[Sentence], dev: Sequence[Sentence] | None = 
         began = time.perf_counter()
         loss = train_epoch(tokenizer, paragraphs, optimizer, rng)
         scores = end_scores(tokenizer, development) if development else {}
-        log(f"tokenizer epoch {epoch}: loss {loss:.4f}"
-            + "".join(f", dev {name} F1 {100 * value:.2f}" for name, value in scores.items())
-            + f" ({time.perf_counter() - began:.0f}s)")
+        report(TokenizerEpoch(epoch, loss, scores, time.perf_counter() - began))
         score = sum(scores.values())
         if score > best or not development:
             best, stale = score, 0
@@ -85,29 +108,39 @@ def train_tokenizer(train: Sequence[Sentence], dev: Sequence[Sentence] | None = 
 
 def train_epoch(tokenizer: Tokenizer, paragraphs: Paragraphs, optimizer: torch.optim.Optimizer,
                 rng: np.random.Generator) -> float:
-    """One pass over the paragraphs in chunks cut at random places, in random
-    order; the mean loss per character."""
+    """One epoch: passes over the paragraphs, in chunks cut at random places
+    and in random order, until :attr:`TokenizerConfig.epoch_characters` are
+    read (one pass where the text is longer); the mean loss per character."""
     config = tokenizer.config
     symbols, classes, _ = tokenizer.encode(paragraphs.texts)
-    shifts = rng.integers(0, config.window, len(paragraphs.texts))
-    chunks = make_chunks(symbols, classes, [len(t) for t in paragraphs.texts], config.window, config.context,
-                         shifts)
-    targets = chunk_targets(chunks, paragraphs.labels)
+    lengths = [len(t) for t in paragraphs.texts]
+    passes = max(1, math.ceil(config.epoch_characters / max(sum(lengths), 1)))
     tokenizer.tagger.train()
     total, characters = 0.0, 0
-    for index, tensors in chunks.batches(config.batch, rng.permutation(len(chunks.lengths))):
-        scores = tokenizer.tagger(*tensors)
-        target = torch.from_numpy(targets[index, :scores.shape[1]])
-        loss = nn.functional.cross_entropy(scores.reshape(-1, scores.shape[-1]), target.reshape(-1),
-                                           ignore_index=IGNORED, reduction="sum")
-        count = int((target != IGNORED).sum())
-        optimizer.zero_grad()
-        (loss / count).backward()
-        nn.utils.clip_grad_norm_(tokenizer.tagger.parameters(), 5.0)
-        optimizer.step()
-        total += loss.item()
-        characters += count
+    for _ in range(passes):
+        chunks = make_chunks(symbols, classes, lengths, config.window, config.context,
+                             rng.integers(0, config.window, len(lengths)))
+        targets = chunk_targets(chunks, paragraphs.labels)
+        for index, tensors in chunks.batches(config.batch, rng.permutation(len(chunks.lengths))):
+            loss, count = _step(tokenizer, optimizer, tensors, torch.from_numpy(targets[index]))
+            total += loss
+            characters += count
     return total / max(characters, 1)
+
+
+def _step(tokenizer: Tokenizer, optimizer: torch.optim.Optimizer, tensors: tuple, target: torch.Tensor
+          ) -> tuple[float, int]:
+    """One update on a batch of chunks; the summed loss and the characters scored."""
+    scores = tokenizer.tagger(*tensors)
+    target = target[:, :scores.shape[1]]
+    loss = nn.functional.cross_entropy(scores.reshape(-1, scores.shape[-1]), target.reshape(-1),
+                                       ignore_index=IGNORED, reduction="sum")
+    count = int((target != IGNORED).sum())
+    optimizer.zero_grad()
+    (loss / count).backward()
+    nn.utils.clip_grad_norm_(tokenizer.tagger.parameters(), 5.0)
+    optimizer.step()
+    return loss.item(), count
 
 
 def chunk_targets(chunks: Chunks, labels: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from ..model.checkpoint import load_checkpoint
 from ..model.tagger import TAG_COLUMNS
 from . import distributed, run_folder
 from .distributed import ONE_PROCESS, World, world_from_environment
+from .front_end import learn_tokenizer, raw_text_scores
 from .monitor import MetricsFile, TensorBoard, flatten
 from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
 from .trainer import Diverged, EpochStats, Trainer
@@ -167,8 +168,9 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
     metrics = _begin_folder(config, out, start, start_epoch, log) if world.main else None
     board = TensorBoard(out / TENSORBOARD_DIR, enabled=cfg.tensorboard and world.main)
     skipped_share = 1 - len(usable) / len(examples)
-    log(_start_line(config, trainer.model, examples, world))
     try:
+        learn_tokenizer(trainer.model, config, train_sentences, dev_sentences, metrics, board, log)
+        log(_start_line(config, trainer.model, examples, world))
         for epoch in range(start_epoch, cfg.epochs):
             try:
                 stats, seconds = _train_epoch(trainer, usable, epoch, config, world)
@@ -237,12 +239,17 @@ def _final_test(config: Config, out: Path, test_sentences, metrics: MetricsFile 
                 log) -> dict | None:
     """The test scores of the best checkpoint, written to the metrics file and logged
     (None without test data)."""
-    test = _test_scores(config, out, test_sentences) if test_sentences else None
+    test = _test_scores(config, out, test_sentences, log) if test_sentences else None
     if test:
         assert metrics is not None  # only the main process reads the test data
         metrics.write({"final": True, "test_uas": test["uas"], "test_las": test["las"],
-                       **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test}, "best_epoch": best_epoch})
+                       **{f"test_{c}": test[c] for c in TAG_COLUMNS if c in test},
+                       **{f"test_raw_{name}": value for name, value in test.get("raw", {}).items()},
+                       "best_epoch": best_epoch})
         log(f"test (best epoch {best_epoch}): UAS {100 * test['uas']:.2f} LAS {100 * test['las']:.2f}")
+        if "raw" in test:
+            log("test from raw text (aligned F1): " + ", ".join(f"{name} {100 * value:.2f}"
+                                                                for name, value in test["raw"].items()))
     return test
 
 
@@ -436,6 +443,16 @@ def _epoch_line(record: dict) -> str:
     return line
 
 
-def _test_scores(config: Config, out: Path, test_sentences) -> dict:
+def _test_scores(config: Config, out: Path, test_sentences, log) -> dict:
+    """The best checkpoint's test scores on gold words and, where it has a
+    tokenizer, from the test file's raw text (``raw``)."""
+    from ..inference.tags import UntaggedInput
+
     model = Model.load(out / BEST, encoder=config.model.encoder.path).to(config.device)
-    return _scores(model, test_sentences)
+    scores = _scores(model, test_sentences)
+    if model.tokenizer is not None:
+        try:
+            scores["raw"] = raw_text_scores(model, test_sentences, EVAL_BATCH_SIZE)
+        except UntaggedInput as error:
+            log(f"note: the test file's raw text is not scored: {error}")
+    return scores
