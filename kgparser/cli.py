@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import os
 import pkgutil
@@ -32,28 +33,53 @@ def _help_line(module_name: str) -> str:
     from pathlib import Path
 
     path = Path(commands.__path__[0]) / f"{module_name}.py"
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    return _first_line(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))))
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgparser", description="Greedy transition-based dependency parsing.")
     parser.add_argument("--version", action="version", version=f"kgparser {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _command_modules():
+    names = _command_modules()
+    # the list of commands with their help is shown only without a command: reading every module's
+    # docstring is a twentieth of a second's start-up (BENCHMARKS.md, "Start-up (issue 49)")
+    listed = selected not in {name.replace("_", "-") for name in names}
+    for name in names:
         cli_name = name.replace("_", "-")
-        help_line = _help_line(name)
-        command = sub.add_parser(cli_name, help=help_line, description=help_line)
         if cli_name == selected:
             module = importlib.import_module(f"{commands.__name__}.{name}")
+            help_line = _first_line(module.__doc__)
+            command = sub.add_parser(cli_name, help=help_line, description=help_line)
             module.add_arguments(command)
             command.set_defaults(_module=module)
+        else:
+            other = _help_line(name) if listed else None
+            sub.add_parser(cli_name, help=other, description=other)
     return parser
 
 
+def _first_line(doc: str | None) -> str:
+    return doc.strip().splitlines()[0] if doc and doc.strip() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run the command of ``argv`` (default: the program's arguments) and
+    return its exit status."""
+    if argv is not None:
+        return _main(argv)
+    try:
+        return _main(sys.argv[1:])
+    finally:
+        # the program ends here: the interpreter's last collection would go through every object
+        # of torch and the model, 0.2-0.3 s of a short parse (BENCHMARKS.md,
+        # "Start-up (issue 49)"), to find no garbage that matters
+        gc.freeze()
+
+
+def _main(argv: list[str]) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
+    if selected is not None and {"-h", "--help"} & set(argv[:argv.index(selected)]):
+        selected = None  # kgparser --help parse: the list of commands
     parser = build_parser(selected)
     args = parser.parse_args(argv)
     if getattr(args, "_module", None) is None:

@@ -131,14 +131,16 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from ..inference.corpus import bound_kernel_cache
-    from ..inference.parser import Parser
+    with _collector_paused():
+        from ..inference.corpus import bound_kernel_cache
+        from ..inference.parser import Parser
 
-    bound_kernel_cache()
-    _check_output(args)
+        bound_kernel_cache()
+        _check_output(args)
+        with _one_line_warnings():
+            parser = Parser.load(args.model, device=_here(args), batch_size=args.batch_size, threads=args.threads,
+                                 encoder=args.encoder)
     with _one_line_warnings():
-        parser = Parser.load(args.model, device=_here(args), batch_size=args.batch_size, threads=args.threads,
-                             encoder=args.encoder)
         started = time.perf_counter()
         summary = parser.parse_file(args.input, args.output if args.output else sys.stdout,
                                     lenient=args.lenient, keep_skipped=args.keep_skipped,
@@ -189,6 +191,23 @@ def _check_output(args: argparse.Namespace) -> None:
         if args.output and path and same_file(args.output, path):
             raise KgparserError(f"--output: {args.output}: is the file given to {option}, which the output "
                                 f"would replace; choose another output file")
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """No cyclic garbage collection while torch is imported and the model
+    loaded: they make objects by the hundred thousand, none of them garbage,
+    and the collector's passes over them cost 60-85 ms of torch's import
+    (BENCHMARKS.md, "Start-up (issue 49)")."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextlib.contextmanager

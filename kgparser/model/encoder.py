@@ -57,15 +57,28 @@ file.
 
 A checkpoint names the encoder (its path or hub name) and stores its
 :attr:`Encoder.fingerprint` (sha256 of the configuration, tokenizer and weight
-files), not its weights, but for the fine-tuned layers: all except the
+files: :mod:`kgparser.model.fingerprint`, remembered while the files are
+unchanged), not its weights, but for the fine-tuned layers: all except the
 token-embedding table (:meth:`Encoder.frozen_table`).
+
+A local folder is read without importing transformers where that gives the
+same subwords and states (transformers' import and model loading are most of
+a parse's start-up): its tokenizer with the ``tokenizers`` library where the
+folder's tokenizer is the generic fast one (:mod:`kgparser.model.subwords`),
+its configuration from ``config.json`` and a frozen BERT or XLM-R's layers
+in plain torch from its safetensors weights, only the layers kept, the
+token-embedding table read in place (:mod:`kgparser.model.bert`).
+Transformers still loads every other encoder: hub names, other
+architectures or tokenizers, fine-tuned layers.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import importlib.util
+import json
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 import numpy as np
@@ -74,6 +87,10 @@ from torch import nn
 
 from ..config import EncoderConfig
 from ..errors import KgparserError
+from .bert import PlainEncoder, plain_encoder, plain_shape
+from .fingerprint import fingerprint
+from .memory import release_free_memory
+from .subwords import FolderTokenizer, folder_tokenizer
 from .token_table import DamagedWeights, check_weights, token_table
 
 #: word-start markers of SentencePiece and byte-level BPE, which are also pieces of their own
@@ -86,10 +103,8 @@ TOKENS_PER_CALL = {"cpu": 512, "cuda": 4096}
 STATE_DTYPE = torch.float16
 #: seconds to wait for the Hugging Face hub's answer before an encoder counts as not downloadable
 HUB_TIMEOUT = 10
-#: the files that make an encoder what it is (besides the weights)
-_DESCRIPTION_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                      "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt", "*.model")
-_WEIGHT_FILES = (("*.safetensors", "*.safetensors.index.json"), ("pytorch_model*.bin", "pytorch_model*.bin.index.json"))
+
+__all__ = ["Encoder", "EncoderError", "EncoderNotFound", "fingerprint"]
 
 
 class EncoderError(KgparserError):
@@ -100,39 +115,34 @@ class EncoderNotFound(EncoderError):
     """No model is where the encoder's path or hub name points."""
 
 
+_NEEDS_TRANSFORMERS = 'model.encoder: needs Hugging Face transformers: pip install "kgparser[transformers]"'
+
+
 def _transformers():
     try:
         import transformers
     except ImportError:
-        raise EncoderError('model.encoder: needs Hugging Face transformers: pip install "kgparser[transformers]"') \
-            from None
+        raise EncoderError(_NEEDS_TRANSFORMERS) from None
     return transformers
 
 
-def fingerprint(folder: Path) -> str:
-    """sha256 over the names and bytes of a model folder's configuration,
-    tokenizer and weight files (the weights transformers loads: safetensors
-    where there are any, else the PyTorch ``.bin`` files)."""
-    files = [p for pattern in _DESCRIPTION_FILES for p in folder.glob(pattern)]
-    for patterns in _WEIGHT_FILES:
-        weights = [p for pattern in patterns for p in folder.glob(pattern)]
-        if weights:
-            files += weights
-            break
-    digest = hashlib.sha256()
-    for path in sorted(set(files)):
-        digest.update(path.name.encode() + b"\0")
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()
+def _check_transformers() -> None:
+    """Raise the error of :func:`_transformers` where transformers is not
+    installed, without importing it (an encoder needs the extra whichever way
+    it is read: it brings ``tokenizers`` and ``safetensors`` too)."""
+    try:
+        found = importlib.util.find_spec("transformers") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise EncoderError(_NEEDS_TRANSFORMERS)
 
 
 class Encoder:
     """A frozen transformer giving per-word states (see the module docstring)."""
 
     def __init__(self, cfg: EncoderConfig):
-        transformers = _transformers()
+        _check_transformers()
         path = cfg.path
         assert path is not None  # an encoder is made only where model.encoder.path is set
         self.name = path
@@ -142,18 +152,22 @@ class Encoder:
         local = Path(path).is_dir()
         if not local and Path(path).is_absolute():
             raise EncoderNotFound(f"model.encoder.path: {path}: no such folder")
-        self.tokenizer = _loaded(transformers.AutoTokenizer, path, local)
+        #: the tokenizer: read directly (:mod:`kgparser.model.subwords`) or transformers'
+        self.tokenizer: Any = folder_tokenizer(Path(path)) if local else None
+        if self.tokenizer is None:
+            self.tokenizer = _loaded(_transformers().AutoTokenizer, path, local)
         if not self.tokenizer.is_fast:
             raise EncoderError(f"model.encoder.path: {path}: has no fast tokenizer (tokenizer.json), "
                                f"which aligns subwords with words")
-        config = _loaded(transformers.AutoConfig, path, local)
+        shape = plain_shape(_config_file(Path(path))) if local else None
+        config = SimpleNamespace(**shape) if shape else _loaded(_transformers().AutoConfig, path, local)
         self.prefix, self.suffix = self._special_tokens()
         self.boundary_ids = self._boundary_ids()
         total = config.num_hidden_layers
         self.layers = total if cfg.layers is None else cfg.layers
         if self.layers > total:
             raise EncoderError(f"model.encoder.layers: {self.layers}: {path} has {total} layers")
-        self.table, self.model = self._table_or_model(cfg, config, local)
+        self.table, self.model = self._table_or_model(cfg, config, local, shape)
         # after the weights are loaded: a hub model's snapshot folder then holds them
         self.fingerprint = fingerprint(Path(path) if local else _snapshot_folder(path))
         self.n_states = 1 if self.layers == 0 else self.layers + 1
@@ -161,16 +175,21 @@ class Encoder:
         self.window, self.overlap = self._windows(cfg, config)
         self.device = torch.device("cpu")
 
-    def _table_or_model(self, cfg: EncoderConfig, config, local: bool) -> tuple:
+    def _table_or_model(self, cfg: EncoderConfig, config, local: bool, shape: dict | None) -> tuple:
         """``layers: 0``: the token-embedding table (read in place from a local
         folder's safetensors file, else from the loaded model) and no model;
-        else no table and the model, prepared."""
+        else no table and the model, prepared: in plain torch where
+        :mod:`kgparser.model.bert` builds it, else loaded by transformers."""
         try:
             table = token_table(Path(self.name), config.vocab_size) if self.layers == 0 and local else None
+            plain = plain_encoder(Path(self.name), shape, self.layers) \
+                if shape and self.layers and not cfg.finetune else None
         except DamagedWeights as error:
             raise EncoderError(f"model.encoder.path: {error}") from None
         if table is not None:
             return table, None
+        if plain is not None:
+            return None, _quantized(plain, in_place=True) if cfg.quantize else plain
         model = _loaded(_transformers().AutoModel, self.name, local)
         if self.layers == 0:
             return model.get_input_embeddings(), None
@@ -178,16 +197,15 @@ class Encoder:
 
     def _special_tokens(self) -> tuple[list[int], list[int]]:
         """The ids the tokenizer puts before and after a sentence's subwords."""
-        encoded = self.tokenizer([["a"]], is_split_into_words=True)
-        ids, words = encoded["input_ids"][0], encoded.word_ids(0)
+        ids, words = _split(self.tokenizer, ["a"], add_special_tokens=True)
         inside = [k for k, word in enumerate(words) if word is not None]
         return ids[:inside[0]], ids[inside[-1] + 1:]
 
     def _boundary_ids(self) -> set[int]:
         """The id of the bare word-start marker this tokenizer puts on words (none for WordPiece)."""
         first = self.tokenizer.convert_ids_to_tokens(self._tokenized(["word"])[0])[0]
-        vocab = self.tokenizer.get_vocab()
-        return {vocab[marker] for marker in BOUNDARY_PIECES if first.startswith(marker) and marker in vocab}
+        ids = [_piece_id(self.tokenizer, marker) for marker in BOUNDARY_PIECES if first.startswith(marker)]
+        return {i for i in ids if i is not None}
 
     def _windows(self, cfg: EncoderConfig, config) -> tuple[int, int]:
         """Subwords per window and the overlap of consecutive windows."""
@@ -229,7 +247,17 @@ class Encoder:
                 for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch])):
                     words = self._pooled(states, *pieces[i][1:], len(sentences[i]))
                     results[i] = words if self.trainable else words.to("cpu", STATE_DTYPE)
+        self._release_memory()
         return results
+
+    def _release_memory(self) -> None:
+        """After a frozen transformer's batch, hand the C heap's free pages back
+        to the system where the process has grown
+        (:func:`~kgparser.model.memory.release_free_memory`): the layers'
+        activations, of other shapes at each batch, leave the heap fragmented,
+        and a parse's process would be some 100 MB larger at its peak."""
+        if not self.trainable and self.model is not None:
+            release_free_memory()
 
     def _pieces(self, words: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
         """A sentence's subword ids, the word (1-based) of each, and which of them
@@ -249,8 +277,7 @@ class Encoder:
     def _tokenized(self, words: Sequence[str]) -> tuple[list[int], list[int]]:
         if not words:
             return [], []
-        encoded = self.tokenizer([list(words)], is_split_into_words=True, add_special_tokens=False, verbose=False)
-        return encoded["input_ids"][0], encoded.word_ids(0)
+        return _split(self.tokenizer, words, add_special_tokens=False)  # type: ignore[return-value]
 
     def _batches(self, order: list[int], pieces: list) -> list[list[int]]:
         """Consecutive runs of ``order`` whose padded windows hold about
@@ -297,6 +324,8 @@ class Encoder:
         for k, text in enumerate(texts):
             ids[k, :len(text)] = torch.tensor(text, dtype=torch.int64)
             mask[k, :len(text)] = 1
+        if isinstance(self.model, PlainEncoder):
+            return torch.stack(self.model(ids.to(self.device), mask.to(self.device)), dim=2).float()
         output = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                             output_hidden_states=True)
         return torch.stack(output.hidden_states, dim=2).float()
@@ -319,6 +348,31 @@ class Encoder:
         words.index_add_(0, index, pieces[keep.to(states.device)])
         words[1:] /= torch.from_numpy(np.maximum(counts, 1)).to(states).view(-1, 1, 1)
         return words
+
+
+def _split(tokenizer, words: Sequence[str], add_special_tokens: bool) -> tuple[list[int], list[int | None]]:
+    """The subword ids of pre-tokenized ``words`` and the word of each (None: a
+    special token), from either kind of tokenizer."""
+    if isinstance(tokenizer, FolderTokenizer):
+        return tokenizer.split(words, add_special_tokens)
+    encoded = tokenizer([list(words)], is_split_into_words=True, add_special_tokens=add_special_tokens, verbose=False)
+    return encoded["input_ids"][0], encoded.word_ids(0)
+
+
+def _piece_id(tokenizer, piece: str) -> int | None:
+    """The id of ``piece`` in the tokenizer's vocabulary, None where it has none."""
+    if isinstance(tokenizer, FolderTokenizer):
+        return tokenizer.piece_id(piece)
+    return tokenizer.get_vocab().get(piece)
+
+
+def _config_file(folder: Path) -> dict[str, Any] | None:
+    """A folder's config.json, None where it cannot be read (transformers then says why)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
 
 
 def _window_starts(count: int, window: int, overlap: int) -> list[int]:
@@ -356,11 +410,15 @@ def _prepared(model: Any, layers: int, quantize: bool, trainable: bool) -> nn.Mo
         model.config.num_hidden_layers = layers
     model.eval().requires_grad_(trainable)
     model.get_input_embeddings().requires_grad_(False)
-    if quantize:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao
-            model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
-    return model
+    return _quantized(model) if quantize else model
+
+
+def _quantized(model: nn.Module, in_place: bool = False) -> nn.Module:
+    """The model with its linear layers quantized to int8 (``in_place``: this
+    model's own, rather than a copy's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=in_place)
 
 
 def _loaded(auto_class, name: str, local: bool):

@@ -3,11 +3,18 @@ its safetensors weights: all that ``model.encoder.layers: 0`` looks up.
 
 A multilingual table is most of its model (366 of multilingual-e5-small's
 448 MB), and a parse reads only the rows of the pieces its words have, so the
-table is memory-mapped: loading costs no time, and the process holds the pages
-of the rows it reads rather than the whole model (BENCHMARKS.md, "Pretrained
-knowledge").  The safetensors layout (an 8-byte little-endian header length, a
-JSON header giving each tensor's dtype, shape and byte range, then the data)
-is read directly, so the rows are exactly those transformers would load.
+table stays in its file: loading costs no time, and each lookup reads the
+rows it needs (one ``pread`` per run of consecutive rows), so the process
+holds no part of the table beyond the rows of the batch at hand.  (It was
+memory-mapped before issue 49; but the kernel maps the cached pages around
+each page a lookup touches, whatever ``madvise`` says, so the 8,238
+distinct pieces of EWT dev + test, 12 MB of rows, brought some 240 MB of
+e5's 384 MB table into the process: BENCHMARKS.md, "Start-up (issue 49)".)
+The same reader serves the plain-torch encoder of :mod:`kgparser.model.bert`,
+whose word embeddings are this table.  The safetensors layout (an 8-byte
+little-endian header length, a JSON header giving each tensor's dtype, shape
+and byte range, then the data) is read directly, so the rows are exactly
+those transformers would load.
 
 A weight file whose header does not describe the file (truncated by a full
 disk or an interrupted copy, or not safetensors at all) raises
@@ -19,13 +26,15 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
 from pathlib import Path
+from typing import IO, NamedTuple
 
 import numpy as np
 import torch
 
-#: safetensors dtypes numpy can map (bfloat16 is mapped as its bits and widened by torch)
-_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+#: safetensors dtypes numpy can read (bfloat16 is read as its bits and widened by torch)
+_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2"}
 
 
 class DamagedWeights(Exception):
@@ -33,16 +42,25 @@ class DamagedWeights(Exception):
 
 
 class TokenTable:
-    """A lookup of rows of a memory-mapped ``[vocabulary, dim]`` table, returned
-    as float32 tensors on the device of the ids."""
+    """A lookup of rows of a ``[vocabulary, dim]`` table read from its file
+    (from byte ``start``, in safetensors' dtype ``dtype``), returned as float32
+    tensors on the device of the ids."""
 
-    def __init__(self, rows: np.ndarray, bfloat16: bool):
-        self.rows = rows
-        self.bfloat16 = bfloat16
-        self.embedding_dim = rows.shape[1]
+    def __init__(self, path: Path, start: int, shape: tuple[int, int], dtype: str):
+        self.path, self.start = path, start
+        self.num_embeddings, self.embedding_dim = shape
+        self.dtype = np.dtype(_DTYPES[dtype])
+        self.bfloat16 = dtype == "BF16"
+        self.row_bytes = self.dtype.itemsize * self.embedding_dim
+        self._handle: IO[bytes] | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, ids: torch.Tensor) -> torch.Tensor:
-        picked = torch.from_numpy(np.ascontiguousarray(self.rows[ids.cpu().numpy()]))
+        wanted, where = np.unique(ids.detach().cpu().numpy().reshape(-1), return_inverse=True)
+        if wanted.size and (wanted[0] < 0 or wanted[-1] >= self.num_embeddings):
+            raise IndexError(f"token ids {wanted[0]}..{wanted[-1]} outside a table of {self.num_embeddings} rows")
+        rows = np.frombuffer(self._read(wanted), dtype=self.dtype).reshape(len(wanted), self.embedding_dim)
+        picked = torch.from_numpy(rows[where.reshape(-1)].reshape(*ids.shape, self.embedding_dim))
         if self.bfloat16:
             picked = picked.view(torch.bfloat16)
         return picked.float().to(ids.device)
@@ -51,17 +69,80 @@ class TokenTable:
         """Nothing to move: rows go to the device of the ids they are looked up with."""
         return self
 
+    def _read(self, wanted: np.ndarray) -> bytes:
+        """The bytes of rows ``wanted`` (sorted, distinct), in order: one read per run of consecutive rows."""
+        if not wanted.size:
+            return b""
+        runs = np.split(wanted, np.flatnonzero(np.diff(wanted) != 1) + 1)
+        return b"".join(self._read_at(self.start + int(run[0]) * self.row_bytes, len(run) * self.row_bytes)
+                        for run in runs)
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes of the file from ``offset``: ``pread`` where the system has
+        it (no shared file position: threads and forked workers may read at once)."""
+        with self._lock:
+            if self._handle is None:
+                self._handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 (kept for the table's life)
+            if hasattr(os, "pread"):
+                data = os.pread(self._handle.fileno(), size, offset)
+            else:
+                self._handle.seek(offset)
+                data = self._handle.read(size)
+        if len(data) != size:
+            raise _damaged(self.path, "shorter than its header says")
+        return data
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None, "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
+
+class StoredTensor(NamedTuple):
+    """Where a tensor lies in a safetensors file: the file, the byte its data
+    section starts at, and the header's entry (dtype, shape, byte range in the data)."""
+    path: Path
+    start: int
+    entry: dict
+
 
 def token_table(folder: Path, vocabulary_size: int) -> TokenTable | None:
-    """The input-embedding table of the model in ``folder``, memory-mapped from
+    """The input-embedding table of the model in ``folder``, read in place from
     its safetensors weights; None where they have no single such table in a
-    mappable type (the caller then loads the model)."""
+    type numpy reads (the caller then loads the model)."""
     for path in _weight_files(folder):
         start, entries = _header(path)
         key = _table_key(entries, vocabulary_size)
         if key is not None:
-            return _mapped(path, start, entries[key])
+            return file_table(StoredTensor(path, start, entries[key]))
     return None
+
+
+def stored_tensors(folder: Path) -> dict[str, StoredTensor]:
+    """Every tensor of the safetensors weights of ``folder`` (one file or the
+    shards of an index), by name, each file's header checked; empty where
+    the folder has none."""
+    found: dict[str, StoredTensor] = {}
+    for path in _weight_files(folder):
+        start, entries = _header(path)
+        found.update((key, StoredTensor(path, start, entry)) for key, entry in entries.items()
+                     if key != "__metadata__")
+    return found
+
+
+def read_tensor(stored: StoredTensor) -> torch.Tensor | None:
+    """A float32 tensor's values, read from its file (a copy; a few reads of
+    the bytes it spans, nothing else of the file); None for another dtype."""
+    entry = stored.entry
+    if entry["dtype"] != "F32":
+        return None
+    begin, end = entry["data_offsets"]
+    shape = tuple(entry["shape"])
+    if end - begin != 4 * int(np.prod(shape)):
+        raise _damaged(stored.path, f"{end - begin} bytes for a F32 tensor of shape {list(shape)}")
+    values = np.fromfile(stored.path, dtype="<f4", count=(end - begin) // 4, offset=stored.start + begin)
+    return torch.from_numpy(values.astype(np.float32, copy=False).reshape(shape))
 
 
 def check_weights(folder: Path) -> None:
@@ -147,12 +228,14 @@ def _damaged(path: Path, reason: str) -> DamagedWeights:
                           f"copy, convert or download the encoder again")
 
 
-def _mapped(path: Path, start: int, entry: dict) -> TokenTable | None:
+def file_table(stored: StoredTensor) -> TokenTable | None:
+    """A ``[rows, dim]`` tensor as a :class:`TokenTable` read from its file;
+    None for a dtype numpy cannot read."""
+    path, start, entry = stored
     dtype = _DTYPES.get(entry["dtype"])
-    if dtype is None:
+    if dtype is None or len(entry["shape"]) != 2:
         return None
     begin, end = entry["data_offsets"]
     if end - begin != np.dtype(dtype).itemsize * int(np.prod(entry["shape"])):
         raise _damaged(path, f"{end - begin} bytes for a {entry['dtype']} table of shape {entry['shape']}")
-    rows = np.memmap(path, dtype=dtype, mode="r", offset=start + begin, shape=tuple(entry["shape"]))
-    return TokenTable(rows, bfloat16=entry["dtype"] == "BF16")
+    return TokenTable(path, start + begin, tuple(entry["shape"]), entry["dtype"])

@@ -59,6 +59,14 @@ def _discover() -> None:
     _discovered = True
 
 
+def _import_named(name: str) -> None:
+    """Import the module of this package named after system ``name``, where there is one."""
+    module = name.replace("-", "_")
+    if module.isidentifier() and not module.startswith("_") and \
+            any(found.name == module for found in pkgutil.iter_modules(__path__)):
+        importlib.import_module(f"{__name__}.{module}")
+
+
 def system_names() -> list[str]:
     """Names of every registered transition system, sorted."""
     _discover()
@@ -66,8 +74,13 @@ def system_names() -> list[str]:
 
 
 def system_class(name: str) -> type[AnySystem]:
-    """The class registered as ``name``; unknown names get a did-you-mean error."""
-    _discover()
+    """The class registered as ``name``; unknown names get a did-you-mean error.
+    The module named after the system (``arc-hybrid``: ``arc_hybrid``) is
+    imported first, the others only where it does not register ``name``."""
+    if name not in _REGISTRY:
+        _import_named(name)
+    if name not in _REGISTRY:
+        _discover()
     try:
         return _REGISTRY[name]
     except KeyError:
