@@ -131,7 +131,9 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    with _collector_paused():
+    from ..io.collector import collector_paused
+
+    with collector_paused():
         from ..inference.corpus import bound_kernel_cache
         from ..inference.parser import Parser
 
@@ -191,23 +193,6 @@ def _check_output(args: argparse.Namespace) -> None:
         if args.output and path and same_file(args.output, path):
             raise KgparserError(f"--output: {args.output}: is the file given to {option}, which the output "
                                 f"would replace; choose another output file")
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """No cyclic garbage collection while torch is imported and the model
-    loaded: they make objects by the hundred thousand, none of them garbage,
-    and the collector's passes over them cost 60-85 ms of torch's import
-    (BENCHMARKS.md, "Start-up (issue 49)")."""
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextlib.contextmanager

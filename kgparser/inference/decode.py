@@ -28,8 +28,6 @@ weights) a :class:`NonFiniteScores`.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
@@ -37,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 import torch
 
 from ..errors import KgparserError
+from ..io.collector import collector_paused
 from ..model import CharTable, Model
 from ..model.features import flat_rows, positions_rows
 from ..model.stepper import Step, Stepper, no_action_error
@@ -73,21 +72,6 @@ class NonFiniteScores(DecodingError):
 
     def __init__(self, index: int, problem: str = PROBLEM, where: str | None = None):
         super().__init__(index, problem, where)
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Pause Python's cyclic garbage collector while decoding: the decoder
-    allocates many short-lived acyclic objects (states, lists) that reference
-    counting frees anyway, and the full collections they trigger cost up to a
-    sixth of the parse time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass

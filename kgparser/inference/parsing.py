@@ -14,8 +14,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..io.collector import collector_paused
 from ..model import Model
-from .decode import Decoded, DecodingError, collector_paused, decode
+from .decode import Decoded, DecodingError, decode
 from .decoding_constraints import (
     ConstraintReport,
     check_parse,
