@@ -23,13 +23,25 @@ A class is a plain string (``l0:2:0:`` cuts two characters at the end;
 item of the tagger's LEMMA column.  Every (form, lemma) pair gets a class
 that gives the lemma back (:func:`lemma_class`, :func:`apply_class`); a
 class that does not fit a form (cutting more than it has) or does not parse
-gives the form itself.  Torch-free.
+gives the form itself.
+
+The tagger's best class is not always one that can be right for the form:
+counting characters, ``l0:2:0:`` fits ``jumped`` and ``runs`` alike.  A
+:class:`LemmaLexicon` learned from the training words keeps, per class, the
+strings it cut there (``ed`` for ``l0:2:0:``, never ``ns``), and the tagger
+takes the best-scoring class that cut the same strings in training, as
+UDPipe 1's edit rules apply only to the suffixes they were learned from
+(Straka, Hajič & Straková 2016, section 4.2).  Words seen in training take
+their training lemma, as a morphological dictionary gives it (the most
+frequent with the predicted UPOS, else with any).  Torch-free.
 """
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from functools import lru_cache
+from typing import Iterable
 
-__all__ = ["CASINGS", "apply_class", "lemma_class"]
+__all__ = ["CASINGS", "LemmaLexicon", "apply_class", "lemma_class"]
 
 #: the casings, in the order a class is chosen (see the module docstring)
 CASINGS = "lftuk"
@@ -110,3 +122,78 @@ def _longest_common_substring(a: str, b: str) -> tuple[int, int, int]:
                     best = (*start, length)
         previous = current
     return best
+
+
+def cut_key(cls: str, form: str) -> str:
+    """What ``cls`` cuts from ``form``: the start and end cut, tab-separated (a
+    CoNLL-U form has no tab), or ``=`` and the form as the class cases it for a
+    class that gives its lemma whole; ``""`` where it is no lemma class."""
+    if len(cls) < 2 or cls[0] not in CASINGS:
+        return ""
+    cased = form if cls[0] in "fk" else form.lower()
+    if cls[1:2] == _ABSOLUTE:
+        return _ABSOLUTE + cased
+    try:
+        head, tail = (int(number) for number in cls[1:].split(":", 2)[:2])
+    except ValueError:
+        return ""
+    return cased[:head] + "\t" + (cased[len(cased) - tail:] if tail else "")
+
+
+class LemmaLexicon:
+    """What the training words teach about lemmas beyond the tagger's classes:
+    the lemma of each seen form (with its UPOS, and alone) and what each class
+    cut in training (:func:`cut_key`); see the module docstring."""
+
+    def __init__(self, lemmas: dict[tuple[str, str], str], cuts: dict[str, set[str]]):
+        #: (form, UPOS) -> lemma, and (form, "") -> the form's lemma whatever its UPOS
+        self.lemmas = lemmas
+        #: class -> the cut keys it had in training
+        self.cuts = cuts
+
+    @classmethod
+    def build(cls, words: Iterable[tuple[str, str | None, str | None]]) -> LemmaLexicon:
+        """From training ``(form, upos, lemma)`` triples (None for ``_``): the most
+        frequent lemma of each (form, UPOS) and of each form (ties: the first seen)."""
+        seen: defaultdict[tuple[str, str], Counter] = defaultdict(Counter)
+        cuts: defaultdict[str, set[str]] = defaultdict(set)
+        for form, upos, lemma in words:
+            if lemma is None:
+                continue
+            if upos is not None:
+                seen[form, upos][lemma] += 1
+            seen[form, ""][lemma] += 1
+            script = lemma_class(form, lemma)
+            cuts[script].add(cut_key(script, form))
+        return cls({key: counts.most_common(1)[0][0] for key, counts in seen.items()}, dict(cuts))
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable) -> LemmaLexicon:
+        """:meth:`build` from sentences' ``forms``, ``upos`` and ``lemma`` (None for ``_``)."""
+        return cls.build(word for sentence in sentences
+                         for word in zip(sentence.forms, sentence.upos, sentence.lemma))
+
+    def known(self, form: str, upos: str | None) -> str | None:
+        """The training lemma of ``form`` (with ``upos`` where it was seen so, else
+        its most frequent), or None for a form not seen with a lemma."""
+        return self.lemmas.get((form, upos or "")) or self.lemmas.get((form, ""))
+
+    def fitting(self, form: str, ranked: Iterable[str]) -> str | None:
+        """The lemma of the first class of ``ranked`` (best first) that cut from
+        ``form`` what it cut in training, or None (the caller keeps the tagger's best)."""
+        for script in ranked:
+            if cut_key(script, form) in self.cuts.get(script, ()):
+                lemma = _applied(script[0], script[1:], form)
+                if lemma is not None:
+                    return lemma
+        return None
+
+    def to_data(self) -> dict:
+        """Plain lists for a checkpoint."""
+        return {"lemmas": [[form, upos, lemma] for (form, upos), lemma in self.lemmas.items()],
+                "cuts": [[script, *sorted(keys)] for script, keys in self.cuts.items()]}
+
+    @classmethod
+    def from_data(cls, data: dict) -> LemmaLexicon:
+        return cls({(form, upos): lemma for form, upos, lemma in data["lemmas"]},
+                   {script: set(keys) for script, *keys in data["cuts"]})

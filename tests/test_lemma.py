@@ -11,7 +11,7 @@ from kgparser.cli import main
 from kgparser.evaluation.aligned import evaluate_aligned
 from kgparser.evaluation.scores import evaluate
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
-from kgparser.lemma import apply_class, lemma_class
+from kgparser.lemma import LemmaLexicon, apply_class, cut_key, lemma_class
 
 pytestmark = pytest.mark.fast  # torch-free: the fast tier (tests/test_fast_tier.py)
 
@@ -62,6 +62,50 @@ def test_a_class_that_does_not_fit_the_form_gives_the_form(cls):
 TEXT = ("1\tDogs\tdog\tNOUN\t_\t_\t2\tnsubj\t_\t_\n"
         "2\tbarked\t_\tVERB\t_\t_\t0\troot\t_\t_\n"
         "3\t.\t.\tPUNCT\t_\t_\t2\tpunct\t_\t_\n\n")
+
+
+# -- the lexicon: training lemmas of seen words, classes only where they cut the same strings --
+
+LEXICON_WORDS = [("walked", "VERB", "walk"), ("talked", "VERB", "talk"), ("runs", "VERB", "run"),
+                 ("saw", "VERB", "see"), ("saw", "NOUN", "saw"), ("saw", "VERB", "see"), ("mice", "NOUN", "mouse"),
+                 ("the", "DET", None)]
+
+
+def test_a_seen_word_takes_its_training_lemma_by_its_upos_then_by_its_form():
+    lexicon = LemmaLexicon.build(LEXICON_WORDS)
+    assert lexicon.known("saw", "NOUN") == "saw"
+    assert lexicon.known("saw", "VERB") == "see"
+    assert lexicon.known("saw", "ADJ") == "see"   # unseen with that UPOS: the form's most frequent
+    assert lexicon.known("saw", None) == "see"
+    assert lexicon.known("the", "DET") is None    # its lemma was ``_``: nothing learned
+    assert lexicon.known("sons", "NOUN") is None
+
+
+def test_an_unseen_word_takes_the_best_class_that_cut_the_same_strings_in_training():
+    lexicon = LemmaLexicon.build(LEXICON_WORDS)
+    cut_ed, cut_s = lemma_class("walked", "walk"), lemma_class("runs", "run")
+    assert cut_ed == lemma_class("sons", "so")       # two characters cut at the end, whatever they are
+    # the tagger ranks cutting two characters first, but training cut only "ed" that way
+    assert lexicon.fitting("sons", [cut_ed, cut_s]) == "son"
+    assert lexicon.fitting("jumped", [cut_ed, cut_s]) == "jump"
+    assert lexicon.fitting("xyz", [cut_ed, cut_s]) is None  # nothing fits: the caller keeps the tagger's best
+    assert lexicon.fitting("sons", ["l=mouse"]) is None     # a whole lemma only for the form it came from
+    assert lexicon.fitting("MICE", [lemma_class("mice", "mouse")]) == "mouse"
+    assert lexicon.fitting("ed", [cut_ed]) is None          # the cut would leave nothing
+
+
+@pytest.mark.parametrize("cls, form, key", [
+    ("l0:2:0:", "Walked", "\ted"), ("f1:0:0:", "xRay", "x\t"), ("l=go", "Went", "=went"), ("u", "x", ""),
+    ("lx:y", "word", ""),
+])
+def test_the_cut_keys(cls, form, key):
+    assert cut_key(cls, form) == key
+
+
+def test_the_lexicon_round_trips_through_plain_data():
+    lexicon = LemmaLexicon.build(LEXICON_WORDS)
+    back = LemmaLexicon.from_data(json.loads(json.dumps(lexicon.to_data())))
+    assert (back.lemmas, back.cuts) == (lexicon.lemmas, lexicon.cuts)
 
 
 def test_a_sentence_reads_and_writes_its_lemmas():

@@ -121,6 +121,9 @@ def test_vocabularies_hold_the_predicted_columns_and_read_old_checkpoints():
     plain = Vocabularies.from_sentences(sentences)
     assert "tag_columns" not in plain.to_data() and Vocabularies.from_data(plain.to_data()).tag_columns == {}
     assert set(vocabs.tag_columns["lemma"].items[TAG_CLASS_OFFSET:]) == {"l0:0:0:", "l0:1:0:"}
+    assert again.lexicon is not None and again.lexicon.lemmas == vocabs.lexicon.lemmas
+    assert again.lexicon.cuts == {"l0:0:0:": {"\t"}, "l0:1:0:": {"\t" + str(k) for k in range(0, 10, 2)}}
+    assert plain.lexicon is None and "lemma_lexicon" not in plain.to_data()
     for sentence in sentences:  # a treebank without FEATS teaches no FEATS
         sentence.set_tags({"feats": [None] * sentence.n})
     assert set(Vocabularies.from_sentences(sentences, tag_columns=COLUMNS).tag_columns) == {"upos", "xpos", "lemma"}
@@ -283,6 +286,13 @@ def test_auto_fills_only_what_is_missing_and_never_changes_a_given_column(tagger
     lines = out[2].to_conllu().splitlines()
     assert lines[1].split("\t")[2:4] == ["lemma", "C"] and lines[1].endswith("SpaceAfter=No")
     assert columns_of(given) == columns_of(mixed())  # the input objects are left alone
+
+
+def test_a_word_seen_in_training_gets_its_training_lemma_from_the_checkpoints_lexicon(tagger_checkpoint):
+    parser = Parser.load(tagger_checkpoint)
+    training = tagged_sentences(30, seed=1)
+    assert parser.model.vocabs.lexicon is not None
+    assert [s.lemma for s in parser.parse(strip_tags(training))] == [s.lemma for s in training]
 
 
 def test_input_writes_nothing_and_predict_parses_with_the_taggers_tags(tagger_checkpoint):

@@ -58,7 +58,8 @@ FIELDS = {
     "kgparser_version": str,
     "model": {
         "config": dict,
-        "vocabs": {"words": _VOCAB, "tags": _VOCAB, "chars": _VOCAB, "labels": _VOCAB, "tag_columns": {str: _VOCAB}},
+        "vocabs": {"words": _VOCAB, "tags": _VOCAB, "chars": _VOCAB, "labels": _VOCAB, "tag_columns": {str: _VOCAB},
+                   "lemma_lexicon": {"lemmas": [[str]], "cuts": [[str]]}},
         "ext_words": [str],
         "ext_dim": int,
         "actions": [str],

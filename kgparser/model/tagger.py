@@ -79,7 +79,8 @@ def tagging_loss(scores: dict[str, torch.Tensor], targets: dict[str, torch.Tenso
 def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> list[dict[str, list[str]]]:
     """Per sentence, the best tag of each of its words in every predicted column
     (``scores``: :meth:`Network.tag_scores` of the batch ``sentences``); a
-    lemma is its best edit script applied to the word's form."""
+    lemma is its best edit script applied to the word's form, or with the
+    vocabularies' lexicon what :meth:`~kgparser.lemma.LemmaLexicon.lemma` gives."""
     columns = {column: (vocab.items, scores[column].argmax(1).tolist())
                for column, vocab in model.vocabs.tag_columns.items()}
     result, start = [], 0
@@ -89,4 +90,37 @@ def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> li
                                 for row, form in zip(words, sentence.forms)]
                        for column, (items, best) in columns.items()})
         start += sentence.n + 1
+    lexicon = model.vocabs.lexicon
+    if lexicon is not None and "lemma" in columns:
+        _lexicon_lemmas(lexicon, columns["lemma"][0], scores["lemma"], sentences, result)
     return result
+
+
+#: how many of the tagger's best lemma classes the lexicon looks through for an unseen word
+LEMMA_CANDIDATES = 32
+
+
+def _lexicon_lemmas(lexicon, items: list[str], scores: torch.Tensor, sentences: Sequence,
+                    result: list[dict[str, list[str]]]) -> None:
+    """Replace each word's lemma in ``result`` by the lexicon's: a seen word's
+    training lemma (by its predicted UPOS where the tagger predicts it), else the
+    best of the tagger's :data:`LEMMA_CANDIDATES` classes that fits the form."""
+    unseen: list[tuple[list[str], int, str, int]] = []  # (lemmas, word, form, score row)
+    start = 0
+    for sentence, tags in zip(sentences, result):
+        lemmas, upos = tags["lemma"], tags.get("upos", [None] * sentence.n)
+        for i, form in enumerate(sentence.forms):
+            known = lexicon.known(form, upos[i])
+            if known is not None:
+                lemmas[i] = known
+            else:
+                unseen.append((lemmas, i, form, start + 1 + i))
+        start += sentence.n + 1
+    if not unseen:
+        return
+    rows = torch.tensor([row for *_, row in unseen], dtype=torch.int64)
+    ranked = scores.index_select(0, rows).topk(min(LEMMA_CANDIDATES, scores.shape[1]), dim=1).indices.tolist()
+    for (lemmas, i, form, _), classes in zip(unseen, ranked):
+        lemma = lexicon.fitting(form, (items[c + TAG_CLASS_OFFSET] for c in classes))
+        if lemma is not None:
+            lemmas[i] = lemma

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-from ..lemma import apply_class, lemma_class
+from ..lemma import LemmaLexicon, apply_class, lemma_class
 
 PAD, UNK, ROOT_TOKEN = "<pad>", "<unk>", "<root>"
 PAD_ID, UNK_ID, ROOT_ID = 0, 1, 2
@@ -67,12 +67,15 @@ class Vocab:
 class Vocabularies:
     """Everything the model maps to indices: words, tags, characters, labels, and the
     classes of every column the joint tagger predicts (``tag_columns``: column name ->
-    Vocab; empty without a tagger, and absent from older checkpoints)."""
+    Vocab; empty without a tagger, and absent from older checkpoints), and with a
+    LEMMA column the training words' :class:`~kgparser.lemma.LemmaLexicon` (absent
+    from checkpoints before it: the tagger's best class is then taken as it is)."""
 
     def __init__(self, words: Vocab, tags: Vocab, chars: Vocab, labels: Vocab,
-                 tag_columns: dict[str, Vocab] | None = None):
+                 tag_columns: dict[str, Vocab] | None = None, lexicon: LemmaLexicon | None = None):
         self.words, self.tags, self.chars, self.labels = words, tags, chars, labels
         self.tag_columns = dict(tag_columns or {})
+        self.lexicon = lexicon
 
     @classmethod
     def from_sentences(cls, sentences, pos: str = "upos", normalize_words: bool = False,
@@ -84,25 +87,31 @@ class Vocabularies:
         tags = [t for s in sentences for t in getattr(s, pos) if t is not None]
         labels = [d for s in sentences for d in s.deprels[1:] if d is not None]
         columns = {column: _column_vocab(sentences, column) for column in tag_columns}
+        columns = {column: vocab for column, vocab in columns.items() if len(vocab) > len(vocab.specials)}
+        lexicon = LemmaLexicon.from_sentences(sentences) if "lemma" in columns else None
         return cls(
             Vocab.build(map(normalize_form, forms) if normalize_words else forms),
             Vocab.build(tags),
             Vocab.build((c for f in forms for c in f), specials=(PAD, UNK, ROOT_TOKEN)),
             Vocab.build(labels, specials=()),
-            {column: vocab for column, vocab in columns.items() if len(vocab) > len(vocab.specials)},
+            columns,
+            lexicon,
         )
 
     def to_data(self) -> dict:
         data = {name: getattr(self, name).to_data() for name in ("words", "tags", "chars", "labels")}
         if self.tag_columns:  # checkpoints without a tagger stay as they were
             data["tag_columns"] = {column: vocab.to_data() for column, vocab in self.tag_columns.items()}
+        if self.lexicon is not None:
+            data["lemma_lexicon"] = self.lexicon.to_data()
         return data
 
     @classmethod
     def from_data(cls, data: dict) -> Vocabularies:
         columns = {column: Vocab.from_data(d) for column, d in data.get("tag_columns", {}).items()}
         words, tags, chars, labels = (Vocab.from_data(data[name]) for name in ("words", "tags", "chars", "labels"))
-        return cls(words, tags, chars, labels, columns)
+        lexicon = LemmaLexicon.from_data(data["lemma_lexicon"]) if "lemma_lexicon" in data else None
+        return cls(words, tags, chars, labels, columns, lexicon)
 
 
 #: FEATS of a word without features: in UD an empty set, written ``_``
