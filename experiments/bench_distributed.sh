@@ -7,7 +7,7 @@
 #   experiments/bench_distributed.sh [CONFIG] [EPOCHS] [N] [OUT]
 #   (default: configs/arc-hybrid-dynamic.yaml on UD English-EWT, 10 epochs, 2 processes)
 #   SETS="--set KEY=VALUE ..." adds overrides to both runs (e.g. the gold-tag model of
-#   BENCHMARKS.md: SETS="--set model.tag_input=gold --set model.tagger.upos=false ...")
+#   docs/history/data-parallel-training.md: SETS="--set model.tag_input=gold --set model.tagger.upos=false ...")
 #
 # Run it on a quiet machine: other load changes the wall-clock rates.
 set -euo pipefail

@@ -1,5 +1,5 @@
 """Time optimal projectivization (``kgparser.projectivize.projectivize_tree``)
-per tree on treebanks, as compared in BENCHMARKS.md with Nederhof's 0.342 ms
+per tree on treebanks, as compared in docs/history/oracles-and-projectivization.md with Nederhof's 0.342 ms
 per tree (Java).
 
     python experiments/bench_projectivize.py ../shared/ud/*/*-train.conllu

@@ -154,7 +154,7 @@ parse() {
         echo "no kgparser MODEL given: kgparser skipped (bench_spacy.sh parse path/to/best.pt)"
     fi
     uptime | tee -a "$WORK/parse/uptime"
-    # the test file alone (untimed): the accuracy figures of BENCHMARKS.md
+    # the test file alone (untimed): the accuracy figures of docs/results.md
     "$PY" "$HELPER" parse "$WORK/model/model-best" "$WORK/test.conllu" "$WORK/parse/spacy-test.conllu" 2> /dev/null
     echo "spacy, test alone: $("$KGPARSER" evaluate "$UD/$PREFIX-test.conllu" "$WORK/parse/spacy-test.conllu" | head -3 | tr '\n' ' ')"
     if [ -n "$model" ]; then

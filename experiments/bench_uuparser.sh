@@ -8,7 +8,7 @@
 # in its own virtual environment, trains it on the treebank's train file with
 # gold UPOS (TAGS=0: without tags, UUParser's own default), scores the dev
 # parse after every epoch, parses the test file with a saved model, and prints
-# a table comparable with the kgparser figures in BENCHMARKS.md.
+# a table comparable with the kgparser figures in docs/results.md.
 # No UUParser code is kept in this repository.
 #
 #   experiments/bench_uuparser.sh setup           # venv + dyNET38 + uuparser 2.4 (needs PyPI)

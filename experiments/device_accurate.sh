@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The accurate recipes on a lent 16-core GPU machine, in one ~9-minute command
-# (BENCHMARKS.md, "Accurate recipes: pretrained encoder").  Every training is
+# (docs/history/pretrained-encoder.md, "Pretrained knowledge").  Every training is
 # one process on one thread; EWT's run on the GPU (device=cuda), the others on
 # the CPU.  Each training is stopped after LIMIT seconds if not done (its
 # best.pt is then the best dev epoch reached), then parses the test file with

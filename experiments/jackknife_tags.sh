@@ -1,5 +1,5 @@
 #!/bin/bash
-# A pipeline parser trained on jackknifed tags, against the joint model (BENCHMARKS.md,
+# A pipeline parser trained on jackknifed tags, against the joint model (docs/history/hungarian-without-gold-tags.md,
 # "Hungarian-Szeged without gold tags", session 22).
 #
 #   experiments/jackknife_tags.sh folds      # K taggers (the recipe, each on K-1 folds) tag the held-out fold

@@ -42,7 +42,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     names = _command_modules()
     # the list of commands with their help is shown only without a command: reading every module's
-    # docstring is a twentieth of a second's start-up (BENCHMARKS.md, "Start-up (issue 49)")
+    # docstring is a twentieth of a second's start-up (docs/history/start-up.md, "Start-up (issue 49)")
     listed = selected not in {name.replace("_", "-") for name in names}
     for name in names:
         cli_name = name.replace("_", "-")
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return _main(sys.argv[1:])
     finally:
         # the program ends here: the interpreter's last collection would go through every object
-        # of torch and the model, 0.2-0.3 s of a short parse (BENCHMARKS.md,
+        # of torch and the model, 0.2-0.3 s of a short parse (docs/history/start-up.md,
         # "Start-up (issue 49)"), to find no garbage that matters
         gc.freeze()
 

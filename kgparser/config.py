@@ -255,8 +255,8 @@ class Config:
     seed: int = 1
     device: str = "cpu"
     #: torch intra-op threads (0: leave torch's default, one per core; with other jobs on the
-    #: cores, several threads stall each other at every LSTM step: BENCHMARKS.md, "Parsing on a
-    #: busy machine")
+    #: cores, several threads stall each other at every LSTM step: docs/history/training-and-parsing-speed.md,
+    #: "Parsing on a busy machine")
     threads: int = 1
     data: DataConfig = field(default_factory=DataConfig)
     system: SystemConfig = field(default_factory=SystemConfig)

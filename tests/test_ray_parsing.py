@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from doc_blocks import QUICKSTART_MODEL, python_block
 from test_model import IGNORE_TINY_MODEL_WARNINGS, tiny_config, tiny_sentences
 
 from kgparser.errors import KgparserError
@@ -254,19 +255,17 @@ def test_a_dataset_of_token_lists_and_text_lines_gives_records(ray_session, chec
     assert all(r["form"] == ["x", "y"] and r["sent_id"] == "2" for r in lines[1::2])
 
 
-def test_the_readme_dataset_example_runs(ray_session, tmp_path, capsys):
+def test_the_docs_dataset_example_runs(ray_session, tmp_path, capsys):
     pytest.importorskip("ray.data")
     pytest.importorskip("spacy")
-    blocks = re.findall(r"```python\n(.*?)```", (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8"),
-                        flags=re.S)
-    example = next(block for block in blocks if "parse_dataset" in block)
+    example = python_block("corpora.md", "parse_dataset")
     config = tiny_config("arc-hybrid")
     config.model.tag_input, config.model.pos_dim = "none", 0  # parses untagged words
     config.data.lang = "en"  # raw text by spaCy's English rules
     torch.manual_seed(0)
     path = tmp_path / "best.pt"
     save_checkpoint(checkpoint_data(Model.build(config, tiny_sentences(6, seed=0)), 1, None), path)
-    exec(compile(example.replace("runs/quickstart/best.pt", str(path)), "README.md", "exec"), {})
+    exec(compile(example.replace(QUICKSTART_MODEL, str(path)), "docs/corpora.md", "exec"), {})
     printed = capsys.readouterr().out
     assert re.findall(r"^(\d) # ", printed, flags=re.M) == ["1", "1", "2"]  # a row a sentence, in order
     assert re.findall(r"^# text = (.*)$", printed, flags=re.M) == ["The cat sleeps.", "It purrs.", "Dogs bark."]

@@ -1,27 +1,22 @@
-"""The README's raw-text example (spaCy tokenizes, kgparser parses) runs as
-written, with a tiny model in place of the quickstart's; skipped where spaCy is
-not installed (it is not a kgparser dependency)."""
-import re
-from pathlib import Path
-
+"""The docs' example of feeding kgparser spaCy's tokens (docs/parsing.md, "Your
+own tokenizer"; the README's until issue 50) runs as written, with a tiny model
+in place of the quickstart's; skipped where spaCy is not installed (it is not a
+kgparser dependency)."""
 import pytest
+from doc_blocks import QUICKSTART_MODEL, python_block
 from test_parse_safety import save
 from test_root_choice import assert_tree
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-
 
 def tokenizer_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    return next(block for block in blocks if "import spacy" in block)
+    return python_block("parsing.md", "import spacy")
 
 
-def test_the_example_is_in_the_readme():
+def test_the_example_is_in_the_docs():
     assert "Parser.load(" in tokenizer_example()
 
 
-def test_readme_tokenizer_example_runs(tmp_path):
+def test_the_tokenizer_example_runs(tmp_path):
     pytest.importorskip("spacy")
     from test_model import tiny_config, tiny_sentences
 
@@ -30,9 +25,9 @@ def test_readme_tokenizer_example_runs(tmp_path):
     config = tiny_config("arc-hybrid")
     config.model.tag_input, config.model.pos_dim = "none", 0  # parses untagged words
     model = save(Model.build(config, tiny_sentences(6, seed=0)), tmp_path / "best.pt")
-    code = tokenizer_example().replace("runs/quickstart/best.pt", str(model))
+    code = tokenizer_example().replace(QUICKSTART_MODEL, str(model))
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, "docs/parsing.md", "exec"), scope)
     parsed = scope["parsed"]
     assert [s.forms for s in parsed] == [["The", "cat", "sleeps", "on", "the", "mat", "."],
                                                        ["It", "dreams", "of", "mice", "."]]

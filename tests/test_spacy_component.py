@@ -132,13 +132,11 @@ def test_a_component_without_a_model_is_one_line():
         spacy.blank("en").add_pipe("kgparser")
 
 
-def test_the_readme_example_runs(model, capsys):
-    import re
-    from pathlib import Path
+def test_the_docs_example_runs(model, capsys):
+    from doc_blocks import QUICKSTART_MODEL, python_block
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if 'add_pipe("kgparser"' in b)
-    exec(compile(block.replace("runs/quickstart/best.pt", model), "README.md", "exec"), {})
+    block = python_block("spacy.md", 'add_pipe("kgparser"')
+    exec(compile(block.replace(QUICKSTART_MODEL, model), "docs/spacy.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == "['The cat sleeps on the mat.', 'It dreams of mice.']"
 

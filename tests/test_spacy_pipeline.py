@@ -80,12 +80,10 @@ def test_words_that_do_not_spell_their_token_are_spaced():
         ("\n", "", "SPACE", "_SP", "", "\n", "dep", 3, False)]
 
 
-def test_the_readme_example_runs(with_tokenizer, capsys):  # noqa: F811
-    import re
-    from pathlib import Path
+def test_the_docs_example_runs(with_tokenizer, capsys):  # noqa: F811
+    from doc_blocks import QUICKSTART_MODEL, python_block
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "spacy_pipeline(" in b)
-    exec(compile(block.replace("runs/quickstart/best.pt", str(with_tokenizer)), "README.md", "exec"), {})
+    block = python_block("spacy.md", "spacy_pipeline(")
+    exec(compile(block.replace(QUICKSTART_MODEL, str(with_tokenizer)), "docs/spacy.md", "exec"), {})
     [printed] = capsys.readouterr().out.splitlines()
     assert printed.startswith("[('I', ")

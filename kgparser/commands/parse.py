@@ -52,7 +52,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The model parsing: its checkpoint and where its encoder is now."""
-    parser.add_argument("--model", "-m", required=True, help="checkpoint (best.pt or last.pt of a run)")
+    parser.add_argument("--model", "-m", required=True,
+                        help="checkpoint (best.pt or last.pt of a run), or the name of an installed model package "
+                             "(kgparser package)")
     parser.add_argument("--encoder", default=None, metavar="PATH",
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
                              "if it has moved (a folder or hub name; it must be the same encoder)")

@@ -77,7 +77,7 @@ def bound_kernel_cache() -> None:
     (:func:`~kgparser.model.inputs.rounded_width`) and computes character
     vectors with torch's own kernels, so the shapes met stay under this bound
     and are all met early (350 MB after 100k words, 376 MB after 1M, 367 MB
-    after 5M: BENCHMARKS.md, "Parsing a corpus"); 0 would compile every
+    after 5M: docs/history/corpus-parsing.md, "Parsing a corpus"); 0 would compile every
     kernel again at each batch (9% slower)."""
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(KERNEL_CACHE_CAPACITY))
 

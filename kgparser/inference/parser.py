@@ -1,7 +1,7 @@
 """Inference: load a checkpoint and parse sentences, batched.
 
     >>> from kgparser import Parser
-    >>> parser = Parser.load("runs/quickstart/best.pt")
+    >>> parser = Parser.load("runs/quickstart/best.pt")          # or an installed model's name
     >>> parser.parse([["The", "dog", "barks", "."]])            # plain forms
     >>> parser.parse([[("The", "DET"), ("dog", "NOUN")]])        # (form, upos)
     >>> parser.parse("in.conllu")                                 # a CoNLL-U file
@@ -51,6 +51,7 @@ from ..errors import KgparserError
 from ..io.conllu import Sentence, SentenceList
 from ..io.reader import Input, InputData, RawTokenizer, read
 from ..model import Model
+from ..shelf.names import resolve_model
 from ..transitions import AnySystem
 from .corpus import DEFAULT_CHUNK_SIZE, Engine, ParseFunction, ParseSummary, parse_file, pipe
 from .decode import DecodingError, NonFiniteScores
@@ -86,12 +87,17 @@ class Parser:
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
              threads: int | None = None, encoder: str | Path | None = None) -> Parser:
-        """The parser of checkpoint ``path``; ``encoder``: where the pretrained encoder
-        of a model that has one is now (a folder or hub name), if it has moved since
-        training (it must be the same encoder: its fingerprint is checked)."""
+        """The parser of checkpoint ``path``, or of the installed model package of
+        that name (``kgparser package``: :func:`~kgparser.shelf.names.resolve_model`);
+        ``encoder``: where the pretrained encoder of a model that has one is now (a
+        folder or hub name), if it has moved since training (it must be the same
+        encoder: its fingerprint is checked); a packaged model's comes from its
+        package (:mod:`kgparser.shelf.encoders`) unless given."""
         if threads:
             torch.set_num_threads(threads)
-        return cls(Model.load(path, encoder=encoder).to(device), batch_size)
+        files = resolve_model(path)
+        return cls(Model.load(files.checkpoint, encoder=files.encoder() if encoder is None else encoder).to(device),
+                   batch_size)
 
     @property
     def system(self) -> AnySystem:

@@ -1,7 +1,7 @@
 """kgparser as a spaCy pipeline component:
 
     nlp = spacy.blank("en")                       # or a trained pipeline without its parser
-    nlp.add_pipe("kgparser", config={"model": "runs/quickstart/best.pt"})
+    nlp.add_pipe("kgparser", config={"model": "runs/quickstart/best.pt"})   # or an installed model's name
     doc = nlp("The cat sleeps. It dreams.")       # token.head, dep_, pos_, tag_, morph, lemma_, doc.sents
 
 The factory ``kgparser`` is registered through the ``spacy_factories`` entry
@@ -51,7 +51,8 @@ SPACE_LABEL = "dep"
                                               "root_choice": None})
 def make_kgparser(nlp: Language, name: str, model: Optional[str], batch_size: int, tags: str,
                   root_choice: Optional[str]) -> KgparserComponent:
-    """The ``kgparser`` factory: ``model`` is a checkpoint path (``best.pt``)."""
+    """The ``kgparser`` factory: ``model`` is a checkpoint path (``best.pt``) or
+    the name of an installed model package (``kgparser package``)."""
     if not model:
         raise KgparserError('the kgparser component needs a model: nlp.add_pipe("kgparser", '
                             'config={"model": "PATH/best.pt"})')
@@ -128,11 +129,14 @@ class KgparserComponent:
 
 
 def copy_model(model: str | Path, folder: Path) -> None:
-    """Copy the checkpoint ``model`` into ``folder`` (made if needed) as :data:`MODEL_FILE`."""
+    """Copy the checkpoint of ``model`` (a path or an installed model's name:
+    :func:`~kgparser.shelf.names.resolve_model`) into ``folder`` (made if needed)
+    as :data:`MODEL_FILE`."""
     from ..io.atomic import atomic_path
+    from ..shelf.names import resolve_model
 
     folder.mkdir(parents=True, exist_ok=True)
-    data = Path(model).read_bytes()
+    data = resolve_model(model).checkpoint.read_bytes()
     with atomic_path(folder / MODEL_FILE) as temporary:
         Path(temporary).write_bytes(data)
 

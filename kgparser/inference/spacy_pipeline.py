@@ -1,7 +1,7 @@
 """A spaCy pipeline that tokenizes as the treebank does: the model as spaCy's tokenizer.
 
     from kgparser.inference.spacy_pipeline import spacy_pipeline
-    nlp = spacy_pipeline("runs/quickstart/best.pt")
+    nlp = spacy_pipeline("runs/quickstart/best.pt")   # or an installed model's name
     doc = nlp("I don't know. Nobody does")     # tokens, sentences, tags, lemmas, trees
     nlp.to_disk("my_pipeline"); spacy.load("my_pipeline")
 
@@ -69,7 +69,7 @@ def spacy_pipeline(model: str | Path, *, lang: str | None = None, batch_size: in
 
 @registry.tokenizers(TOKENIZER_NAME)
 def create_tokenizer(model: str, batch_size: int = 64, tokenizer: str = "auto"):
-    """The registered factory: ``model`` a checkpoint path."""
+    """The registered factory: ``model`` a checkpoint path or an installed model's name."""
     def make(nlp: Language) -> ModelTokenizer:
         return ModelTokenizer(nlp.vocab, model, batch_size=batch_size, tokenizer=tokenizer)
 

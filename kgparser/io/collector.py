@@ -2,7 +2,7 @@
 that are not garbage: the decoder's short-lived acyclic states and lists
 (reference counting frees them anyway; the full collections they trigger
 cost up to a sixth of the parse time), and torch's import and the model's
-load at ``kgparser parse``'s start (60-85 ms: BENCHMARKS.md, "Start-up (issue 49)")."""
+load at ``kgparser parse``'s start (60-85 ms: docs/history/start-up.md, "Start-up (issue 49)")."""
 from __future__ import annotations
 
 import contextlib

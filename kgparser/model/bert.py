@@ -1,7 +1,7 @@
 """A frozen BERT or XLM-R encoder in plain torch, read from a folder's
 safetensors weights without importing Hugging Face ``transformers``, whose
 import and model loading are most of the start-up of a model with an
-encoder (BENCHMARKS.md, "Start-up (issue 49)").
+encoder (docs/history/start-up.md, "Start-up (issue 49)").
 
 :func:`plain_encoder` builds it where it can give exactly the states
 transformers' ``BertModel`` / ``XLMRobertaModel`` / ``RobertaModel`` gives:

@@ -97,7 +97,7 @@ from .token_table import DamagedWeights, check_weights, token_table
 BOUNDARY_PIECES = ("▁", "Ġ")
 #: padded subwords the transformer reads per call, by device type: on one CPU thread
 #: small calls run fastest (EWT test: 1,500 words/s with 512, 1,050 with 4,096, the
-#: same states; BENCHMARKS.md, "Parsing speed"), a GPU wants large ones
+#: same states; docs/history/encoder-levers-and-speed.md, "Parsing speed"), a GPU wants large ones
 TOKENS_PER_CALL = {"cpu": 512, "cuda": 4096}
 #: state storage type: half the memory of float32 for the training cache
 STATE_DTYPE = torch.float16

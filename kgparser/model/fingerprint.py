@@ -5,9 +5,9 @@ refuse another encoder than the one it was trained with.
 Hashing half a gigabyte of weights takes 0.2-0.5 s at every start (more from
 a cold disk: the file is read in full), so the result is remembered: a small
 JSON file per folder in the user's cache (``$XDG_CACHE_HOME/kgparser/
-fingerprints``, else ``~/.cache/kgparser/fingerprints``) holding the
-fingerprint and, for each file it covers, the name, size, modification time,
-inode and status-change time.
+fingerprints``, else ``~/.cache/kgparser/fingerprints``:
+:mod:`kgparser.io.cache`) holding the fingerprint and, for each file it
+covers, the name, size, modification time, inode and status-change time.
 It is used only while every one of those is unchanged and the folder has the
 same files; otherwise the files are hashed again.  Where the cache cannot be
 written, every start hashes.
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from ..errors import KgparserError
 from ..io.atomic import write_text
+from ..io.cache import cache_folder
 
 #: the files that make an encoder what it is (besides the weights)
 DESCRIPTION_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -83,9 +83,8 @@ def _stamps(files: list[Path]) -> list[list]:
 
 def _cache_file(folder: Path) -> Path:
     """The cache file of ``folder``, named by a hash of its absolute path."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     name = hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return Path(base) / "kgparser" / "fingerprints" / f"{name}.json"
+    return cache_folder("fingerprints") / f"{name}.json"
 
 
 def _read_cache(record: Path, folder: Path, stamps: list[list]) -> str | None:

@@ -231,7 +231,7 @@ class Inputs:
         parts = []
         # torch's own LSTM kernels, not oneDNN's: oneDNN compiles and caches a kernel for each
         # (forms, length) shape, and over a corpus these shapes never stop changing, so the
-        # process would keep growing (BENCHMARKS.md, "Parsing a corpus"); these groups are 3-6%
+        # process would keep growing (docs/history/corpus-parsing.md, "Parsing a corpus"); these groups are 3-6%
         # of a parse either way
         with torch.backends.mkldnn.flags(enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None):
             for _, group_forms in itertools.groupby(forms, key=_char_count):
@@ -249,7 +249,7 @@ def rounded_width(width: int) -> int:
     dozen batch shapes instead of one per sentence length, and oneDNN, which
     compiles an LSTM kernel for each shape it meets, has compiled them all
     within the first 100k words of a corpus, where the process's memory then
-    stays (BENCHMARKS.md, "Parsing a corpus"); the LSTMs do about 6% more work."""
+    stays (docs/history/corpus-parsing.md, "Parsing a corpus"); the LSTMs do about 6% more work."""
     if width <= 16:
         return width
     step = 1 << (width.bit_length() - WIDTH_STEPS.bit_length())

@@ -10,7 +10,7 @@ system after a pretrained encoder's batch once the process has grown by
 that change from batch to batch) otherwise leave the heap fragmented, its
 free pages resident (EWT dev + test with the accurate model: a peak of
 1,007 MB without, 905 MB with, for 2% more time; at every batch 873 MB for
-8% more: BENCHMARKS.md, "Start-up (issue 49)")."""
+8% more: docs/history/start-up.md, "Start-up (issue 49)")."""
 from __future__ import annotations
 
 import dataclasses

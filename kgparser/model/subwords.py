@@ -1,6 +1,6 @@
 """A model folder's fast tokenizer read with the ``tokenizers`` library
 directly, without importing Hugging Face ``transformers`` (seconds of a
-parse's start-up: BENCHMARKS.md, "Start-up (issue 49)").
+parse's start-up: docs/history/start-up.md, "Start-up (issue 49)").
 
 :func:`folder_tokenizer` reads it where transformers itself would run the
 folder's ``tokenizer.json`` as it is: ``tokenizer_config.json`` names the

@@ -9,7 +9,7 @@ holds no part of the table beyond the rows of the batch at hand.  (It was
 memory-mapped before issue 49; but the kernel maps the cached pages around
 each page a lookup touches, whatever ``madvise`` says, so the 8,238
 distinct pieces of EWT dev + test, 12 MB of rows, brought some 240 MB of
-e5's 384 MB table into the process: BENCHMARKS.md, "Start-up (issue 49)".)
+e5's 384 MB table into the process: docs/history/start-up.md, "Start-up (issue 49)".)
 The same reader serves the plain-torch encoder of :mod:`kgparser.model.bert`,
 whose word embeddings are this table.  The safetensors layout (an 8-byte
 little-endian header length, a JSON header giving each tensor's dtype, shape

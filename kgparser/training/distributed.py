@@ -280,7 +280,7 @@ class GradientAverager:
     before the forward pass), so how many each process sends is exchanged in
     the background while the batch is computed.  One all-reduce carries the other gradients
     (a missing one counts as zero); it runs in the background while the rows
-    are exchanged.  On 2 CPU processes (EWT model, BENCHMARKS.md) this takes
+    are exchanged.  On 2 CPU processes (EWT model, docs/history/data-parallel-training.md) this takes
     about 5 ms per batch where one all-reduce of everything took 13."""
 
     def __init__(self, parameters, world: World, row_sparse: Mapping[str, torch.nn.Parameter] | None = None):

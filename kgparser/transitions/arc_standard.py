@@ -56,7 +56,7 @@ SHIFT, LEFT, RIGHT = "shift", "left", "right"
 #: benchmark VM, see :meth:`ArcStandardDynamicOracle.work`): projective
 #: configurations of up to about 1,000 stack plus critical words stay exact,
 #: and so do chart calls of up to about 2 ms (non-projective gold); a walk
-#: over a 2,000-word sentence takes seconds instead of minutes (BENCHMARKS.md)
+#: over a 2,000-word sentence takes seconds instead of minutes (docs/history/oracles-and-projectivization.md)
 WORK_LIMIT = 2_000
 #: work units per unit (stack or critical word) of one linear recursion: its
 #: tables and its memo states (at most 8 per unit, tests/test_arc_standard_linear.py)
