@@ -37,6 +37,7 @@ frequent with the predicted UPOS, else with any).  Torch-free.
 """
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import Iterable
@@ -189,11 +190,12 @@ class LemmaLexicon:
         return None
 
     def to_data(self) -> dict:
-        """Plain lists for a checkpoint."""
-        return {"lemmas": [[form, upos, lemma] for (form, upos), lemma in self.lemmas.items()],
-                "cuts": [[script, *sorted(keys)] for script, keys in self.cuts.items()]}
+        """Plain data for a checkpoint: two JSON strings, which load far faster than
+        the same lists as pickled objects (a treebank has tens of thousands)."""
+        return {"lemmas": json.dumps([[form, upos, lemma] for (form, upos), lemma in self.lemmas.items()]),
+                "cuts": json.dumps([[script, *sorted(keys)] for script, keys in self.cuts.items()])}
 
     @classmethod
     def from_data(cls, data: dict) -> LemmaLexicon:
-        return cls({(form, upos): lemma for form, upos, lemma in data["lemmas"]},
-                   {script: set(keys) for script, *keys in data["cuts"]})
+        return cls({(form, upos): lemma for form, upos, lemma in json.loads(data["lemmas"])},
+                   {script: set(keys) for script, *keys in json.loads(data["cuts"])})

@@ -59,7 +59,7 @@ FIELDS = {
     "model": {
         "config": dict,
         "vocabs": {"words": _VOCAB, "tags": _VOCAB, "chars": _VOCAB, "labels": _VOCAB, "tag_columns": {str: _VOCAB},
-                   "lemma_lexicon": {"lemmas": [[str]], "cuts": [[str]]}},
+                   "lemma_lexicon": {"lemmas": str, "cuts": str}},
         "ext_words": [str],
         "ext_dim": int,
         "actions": [str],
