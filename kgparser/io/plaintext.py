@@ -7,8 +7,8 @@ Each line becomes a CoNLL-U sentence with ``# sent_id = N`` (N counts the
 sentences from 1), ``# text = ...`` (the tokens joined by single spaces) and
 ``_`` in every column but ID and FORM, so the parser (with
 ``--tags auto``, its tagger) fills in the rest and the output is ordinary
-CoNLL-U.  Raw text must be tokenized first; the README shows a spaCy
-tokenizer feeding the Python API.
+CoNLL-U.  Raw text is read by :mod:`kgparser.io.rawtext` (``--input-format raw``),
+which tokenizes it first.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ alone evaluates dev, writes checkpoints, ``metrics.jsonl`` and TensorBoard;
 the checkpoint format is unchanged.
 
 * ``training.batch_size`` is per process: an update averages N batches, so an
-  epoch has N times fewer updates (see the README for the learning rate).
+  epoch has N times fewer updates (docs/training.md says what that does to the learning rate).
 * Every process builds the same model from the same seed; rank 0's weights
   are broadcast anyway, so a resumed or differently initialised rank cannot
   drift.
