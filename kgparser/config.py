@@ -123,6 +123,10 @@ class TaggerConfig:
     lemma: bool = False
     #: 0: a linear softmax layer on the BiLSTM vectors; N: one tanh hidden layer of N units first
     hidden: int = 0
+    #: the LEMMA head also reads the word's character vector (the character BiLSTM's final states,
+    #: as UDPipe 2's lemmatizer reads its character embeddings), not only the BiLSTM's; needs
+    #: model.char_dim > 0
+    lemma_chars: bool = False
     #: weight of the tagging cross-entropy (summed over words and columns) against the parser's hinge loss
     loss_weight: float = 1.0
 
@@ -435,6 +439,9 @@ def _validate_tagging(model: ModelConfig, source: str) -> None:
     if model.tag_input == "gold" and model.pos_dim and predicts_pos:
         raise ConfigError(f"{source}: model.tagger.{model.pos}: the tagger would read the gold {model.pos.upper()} "
                           f"it predicts (model.tag_input: gold); set model.tag_input: predicted (or soft, or none)")
+    if model.tagger.lemma_chars and not (model.tagger.lemma and model.char_dim):
+        raise ConfigError(f"{source}: model.tagger.lemma_chars needs model.tagger.lemma: true and a character "
+                          f"model (model.char_dim > 0)")
     if model.tag_input in ("predicted", "soft"):
         if not predicts_pos:
             raise ConfigError(f"{source}: model.tag_input: {model.tag_input} needs the tagger to predict the "

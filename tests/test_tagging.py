@@ -93,6 +93,8 @@ def gold_checkpoint(tmp_path_factory):
     ({"tag_input": "guessed"}, "model.tag_input: 'guessed' is not one of gold, predicted, soft, none"),
     ({"tagger": {"upoz": True}}, "did you mean 'upos'"),
     ({"tagger": {"hidden": -1}}, "model.tagger.hidden: must be >= 0"),
+    ({"tagger": {"lemma": True, "lemma_chars": True}}, "lemma_chars needs model.tagger.lemma: true and a character"),
+    ({"tagger": {"upos": True, "lemma_chars": True}, "char_dim": 8, "tag_input": "none"}, "lemma_chars needs"),
 ])
 def test_config_refuses_taggers_that_would_read_what_they_predict(model, message):
     with pytest.raises(ConfigError, match=message):
@@ -168,6 +170,23 @@ def test_tag_heads_score_every_token_row(hidden):
     assert all(torch.equal(again[c], scores[c]) for c in COLUMNS)
     layers = [type(m).__name__ for m in model.network.taggers.heads["upos"].modules()]
     assert ("Tanh" in layers) == bool(hidden)
+
+
+def test_the_lemma_head_can_read_the_character_vectors_too():
+    sentences = tagged_sentences(5, seed=5)
+    config = {**TAGGER_MODEL, "char_dim": 8, "char_hidden": 5,
+              "tagger": {**TAGGER_MODEL["tagger"], "lemma_chars": True}}
+    model = Model.build(config_from_dict({"model": config}), sentences)
+    lemma, upos = (model.network.taggers.heads[column] for column in ("lemma", "upos"))
+    assert (lemma.in_features, upos.in_features) == (2 * TINY_MODEL["lstm_hidden"] + 10, 2 * TINY_MODEL["lstm_hidden"])
+    model.network.eval()
+    inputs = model.inputs(sentences)
+    before = model.network.tag_scores(inputs)
+    with torch.no_grad():  # the lemma head's weights on the character vectors, and only those
+        lemma.weight[:, 2 * TINY_MODEL["lstm_hidden"]:] += 1.0
+    after = model.network.tag_scores(inputs)
+    assert torch.equal(before["upos"], after["upos"]) and not torch.equal(before["lemma"], after["lemma"])
+    assert all(torch.equal(after[c], s) for c, s in model.network.encode_all(inputs)[1].items())
 
 
 def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():

@@ -87,7 +87,11 @@ class Network(nn.Module):
         self._make_bilstm(cfg, in_dim)
         self._make_scorer(cfg, n_actions, n_arc_transitions)
         # made last, so that a model without a tagger draws its initial weights as before
-        self.taggers = TagHeads(2 * cfg.lstm_hidden, tag_classes, cfg.tagger.hidden) if tag_classes else None
+        #: width of the character vectors at the end of the first layer's input (0: no character model)
+        self.char_out = 2 * cfg.char_hidden if cfg.char_dim > 0 else 0
+        char_columns = ["lemma"] if cfg.tagger.lemma_chars else []
+        self.taggers = (TagHeads(2 * cfg.lstm_hidden, tag_classes, cfg.tagger.hidden, char_columns, self.char_out)
+                        if tag_classes else None)
         self.finetuned_encoder = finetuned
 
     def _make_embeddings(self, cfg: ModelConfig, n_words: int, n_tags: int, n_chars: int, n_ext: int,
@@ -172,27 +176,34 @@ class Network(nn.Module):
     def encode_all(self, inputs: Batch, with_tags: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """:meth:`encode`'s vectors and, ``with_tags``, the tagger's scores of every token
         row (:meth:`tag_scores`; an empty dict without a tagger)."""
-        lower = self._lower_layers(inputs)
+        lower, read = self._lower_layers(inputs)
         upper = self._upper_layers(lower, inputs) if self.hierarchical else lower
         rows = inputs.token_rows
         vectors = torch.cat([_token_rows(upper, rows), self.pad.unsqueeze(0)])
-        scores = self.tag_scores(inputs, lower) if with_tags and self.taggers is not None else {}
+        scores = self.tag_scores(inputs, (lower, read)) if with_tags and self.taggers is not None else {}
         return vectors, scores
 
-    def tag_scores(self, inputs: Batch, lower: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def tag_scores(self, inputs: Batch, lower: tuple[torch.Tensor, torch.Tensor] | None = None
+                   ) -> dict[str, torch.Tensor]:
         """Scores ``[tokens, classes]`` of each predicted column for every token row (ROOT
         included, as :meth:`encode`'s rows); of a hierarchical model only the first
-        BiLSTM layer runs.  ``lower``: that layer's output when already computed."""
+        BiLSTM layer runs.  ``lower``: :meth:`_lower_layers` of the batch when already computed."""
         assert self.taggers is not None  # called only for a model with a tagger
-        if lower is None:
-            lower = self._lower_layers(inputs)
-        return self.taggers(_token_rows(lower, inputs.token_rows))
+        output, read = self._lower_layers(inputs) if lower is None else lower
+        chars = None
+        if self.taggers.char_columns:
+            chars = _token_rows(read[..., read.shape[2] - self.char_out:], inputs.token_rows)
+            if self.input_dropout and self.training:
+                chars = nn.functional.dropout(chars, self.input_dropout)
+        return self.taggers(_token_rows(output, inputs.token_rows), chars)
 
-    def _lower_layers(self, inputs: Batch) -> torch.Tensor:
-        """The padded output of the BiLSTM layers the tagger reads: the first of a
-        hierarchical model, else all."""
+    def _lower_layers(self, inputs: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The padded output of the BiLSTM layers the tagger reads (the first of a
+        hierarchical model, else all), and the padded vectors the first layer read
+        (the character vectors last)."""
         stop = 1 if self.hierarchical else len(self.forward_lstms)
-        return self._bilstm(self._input_vectors(inputs), inputs.reverse, 0, stop)
+        read = self._input_vectors(inputs)
+        return self._bilstm(read, inputs.reverse, 0, stop), read
 
     def _upper_layers(self, lower: torch.Tensor, inputs: Batch) -> torch.Tensor:
         """The layers above the first of a hierarchical model, reading the first

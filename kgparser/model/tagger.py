@@ -35,15 +35,21 @@ IGNORED = -100
 
 class TagHeads(nn.Module):
     """One classifier per column over BiLSTM vectors: a linear layer, or with
-    ``hidden`` > 0 a tanh hidden layer of that size first."""
+    ``hidden`` > 0 a tanh hidden layer of that size first.  The columns of
+    ``char_columns`` also read each word's character vector of ``char_dim``."""
 
-    def __init__(self, dim: int, classes: dict[str, int], hidden: int):
+    def __init__(self, dim: int, classes: dict[str, int], hidden: int, char_columns: Sequence[str] = (),
+                 char_dim: int = 0):
         super().__init__()
-        self.heads = nn.ModuleDict({column: _head(dim, n, hidden) for column, n in classes.items()})
+        self.char_columns = frozenset(char_columns) & set(classes)
+        self.heads = nn.ModuleDict({column: _head(dim + (char_dim if column in self.char_columns else 0), n, hidden)
+                                    for column, n in classes.items()})
 
-    def forward(self, vectors: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Scores ``[..., classes]`` of each column for vectors ``[..., dim]``."""
-        return {column: head(vectors) for column, head in self.heads.items()}
+    def forward(self, vectors: torch.Tensor, chars: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Scores ``[..., classes]`` of each column for vectors ``[..., dim]`` (and the
+        character vectors ``[..., char_dim]`` of the same words, for the columns that read them)."""
+        both = torch.cat([vectors, chars], dim=-1) if chars is not None and self.char_columns else vectors
+        return {column: head(both if column in self.char_columns else vectors) for column, head in self.heads.items()}
 
 
 def _head(dim: int, classes: int, hidden: int) -> nn.Module:
