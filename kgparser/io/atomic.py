@@ -146,7 +146,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     temporary = temporary_name(path)
     try:
         yield temporary
-        _fsync(temporary)
+        fsync_path(temporary)
         _keep_permissions(path, temporary)
         os.replace(temporary, path)
     except OSError as error:
@@ -171,9 +171,14 @@ def stream_errors(name: str | Path) -> Iterator[None]:
                          f"(a stream: what came before the error was written)", stream=str(name)) from error
 
 
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
+def fsync_path(path: Path) -> None:
+    """Flush a file's data, or a folder's entries, to the disk (so that a power
+    failure after a rename cannot leave a name for data not yet written)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _keep_permissions(path: Path, temporary: Path) -> None:

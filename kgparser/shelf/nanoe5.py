@@ -49,7 +49,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import KgparserError
-from ..io.atomic import os_error_message, process_alive, temporary_name
+from ..io.atomic import fsync_path, os_error_message, process_alive, temporary_name
 
 MAGIC = b"E5S1"
 #: the model file of the package converted by default: multilingual-e5-small
@@ -427,7 +427,7 @@ def staged_folder(out_dir: Path) -> Iterator[Path]:
     try:
         yield staging
         for path in staging.iterdir():
-            _fsync(path)
+            fsync_path(path)
         put_in_place(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -450,7 +450,7 @@ def put_in_place(staging: Path, out_dir: Path) -> None:
             os.rename(aside, out_dir)
             raise
         shutil.rmtree(aside, ignore_errors=True)  # what a failure leaves, the next run removes
-    _fsync(out_dir.parent)
+    fsync_path(out_dir.parent)
 
 
 def remove_stale_folders(out_dir: Path) -> list[Path]:
@@ -475,16 +475,6 @@ def _ended(pid: int) -> bool:
     """Whether process ``pid`` no longer runs (a folder named with this
     process's own id was left by an earlier process of that id)."""
     return pid == os.getpid() or not process_alive(pid)
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file's data, or a folder's entries, to the disk (so that a power
-    failure after a rename cannot leave a folder of files not yet written)."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _as_os_error(error: Exception) -> OSError:
