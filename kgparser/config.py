@@ -127,6 +127,9 @@ class TaggerConfig:
     #: as UDPipe 2's lemmatizer reads its character embeddings), not only the BiLSTM's; needs
     #: model.char_dim > 0
     lemma_chars: bool = False
+    #: false: the LEMMA head's loss trains the head alone, not the BiLSTM the parser shares (its gradient
+    #: stops at the head's input), so that predicting lemmas cannot cost the parser accuracy
+    lemma_gradient: bool = True
     #: weight of the tagging cross-entropy (summed over words and columns) against the parser's hinge loss
     loss_weight: float = 1.0
 

@@ -189,6 +189,19 @@ def test_the_lemma_head_can_read_the_character_vectors_too():
     assert all(torch.equal(after[c], s) for c, s in model.network.encode_all(inputs)[1].items())
 
 
+@pytest.mark.parametrize("gradient", [True, False])
+def test_without_its_gradient_the_lemma_loss_trains_only_the_lemma_head(gradient):
+    sentences = tagged_sentences(5, seed=5)
+    config = {**TAGGER_MODEL, "tagger": {**TAGGER_MODEL["tagger"], "lemma_gradient": gradient}}
+    model = Model.build(config_from_dict({"model": config}), sentences)
+    scores = model.network.tag_scores(model.inputs(sentences))
+    loss, _ = tagging_loss({"lemma": scores["lemma"]}, {"lemma": tag_targets(model, sentences)["lemma"]})
+    loss.backward()
+    lstm = model.network.forward_lstms[0]
+    assert model.network.taggers.heads["lemma"].weight.grad.abs().sum() > 0
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in lstm.parameters()) == gradient
+
+
 def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():
     sentences = tagged_sentences(4, seed=6)
     sentences[1].set_tags({"upos": [None] + sentences[1].upos[1:]})  # a word without gold UPOS

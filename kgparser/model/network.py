@@ -90,8 +90,9 @@ class Network(nn.Module):
         #: width of the character vectors at the end of the first layer's input (0: no character model)
         self.char_out = 2 * cfg.char_hidden if cfg.char_dim > 0 else 0
         char_columns = ["lemma"] if cfg.tagger.lemma_chars else []
-        self.taggers = (TagHeads(2 * cfg.lstm_hidden, tag_classes, cfg.tagger.hidden, char_columns, self.char_out)
-                        if tag_classes else None)
+        detached = [] if cfg.tagger.lemma_gradient else ["lemma"]
+        self.taggers = (TagHeads(2 * cfg.lstm_hidden, tag_classes, cfg.tagger.hidden, char_columns, self.char_out,
+                                 detached) if tag_classes else None)
         self.finetuned_encoder = finetuned
 
     def _make_embeddings(self, cfg: ModelConfig, n_words: int, n_tags: int, n_chars: int, n_ext: int,

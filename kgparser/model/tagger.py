@@ -39,9 +39,11 @@ class TagHeads(nn.Module):
     ``char_columns`` also read each word's character vector of ``char_dim``."""
 
     def __init__(self, dim: int, classes: dict[str, int], hidden: int, char_columns: Sequence[str] = (),
-                 char_dim: int = 0):
+                 char_dim: int = 0, detached: Sequence[str] = ()):
         super().__init__()
         self.char_columns = frozenset(char_columns) & set(classes)
+        #: the columns whose loss does not reach the shared layers below the head
+        self.detached = frozenset(detached) & set(classes)
         self.heads = nn.ModuleDict({column: _head(dim + (char_dim if column in self.char_columns else 0), n, hidden)
                                     for column, n in classes.items()})
 
@@ -49,7 +51,11 @@ class TagHeads(nn.Module):
         """Scores ``[..., classes]`` of each column for vectors ``[..., dim]`` (and the
         character vectors ``[..., char_dim]`` of the same words, for the columns that read them)."""
         both = torch.cat([vectors, chars], dim=-1) if chars is not None and self.char_columns else vectors
-        return {column: head(both if column in self.char_columns else vectors) for column, head in self.heads.items()}
+        scores = {}
+        for column, head in self.heads.items():
+            read = both if column in self.char_columns else vectors
+            scores[column] = head(read.detach() if column in self.detached else read)
+        return scores
 
 
 def _head(dim: int, classes: int, hidden: int) -> nn.Module:
