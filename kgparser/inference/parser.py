@@ -51,7 +51,7 @@ from ..errors import KgparserError
 from ..io.conllu import Sentence, SentenceList
 from ..io.reader import Input, InputData, RawTokenizer, read
 from ..model import Model
-from ..shelf.names import resolve_model
+from ..model.installed import resolve_model
 from ..transitions import AnySystem
 from .corpus import DEFAULT_CHUNK_SIZE, Engine, ParseFunction, ParseSummary, parse_file, pipe
 from .decode import DecodingError, NonFiniteScores
@@ -88,11 +88,11 @@ class Parser:
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
              threads: int | None = None, encoder: str | Path | None = None) -> Parser:
         """The parser of checkpoint ``path``, or of the installed model package of
-        that name (``kgparser package``: :func:`~kgparser.shelf.names.resolve_model`);
+        that name (``kgparser package``: :func:`~kgparser.model.installed.resolve_model`);
         ``encoder``: where the pretrained encoder of a model that has one is now (a
         folder or hub name), if it has moved since training (it must be the same
         encoder: its fingerprint is checked); a packaged model's comes from its
-        package (:mod:`kgparser.shelf.encoders`) unless given."""
+        package (:mod:`kgparser.model.packaged_encoder`) unless given."""
         if threads:
             torch.set_num_threads(threads)
         files = resolve_model(path)

@@ -130,10 +130,10 @@ class KgparserComponent:
 
 def copy_model(model: str | Path, folder: Path) -> None:
     """Copy the checkpoint of ``model`` (a path or an installed model's name:
-    :func:`~kgparser.shelf.names.resolve_model`) into ``folder`` (made if needed)
+    :func:`~kgparser.model.installed.resolve_model`) into ``folder`` (made if needed)
     as :data:`MODEL_FILE`."""
     from ..io.atomic import atomic_path
-    from ..shelf.names import resolve_model
+    from ..model.installed import resolve_model
 
     folder.mkdir(parents=True, exist_ok=True)
     data = resolve_model(model).checkpoint.read_bytes()

@@ -1,7 +1,7 @@
 """kgparser's folder in the user's cache: ``$XDG_CACHE_HOME/kgparser``, else
 ``~/.cache/kgparser``; what is kept there can always be made again (encoder
 fingerprints, :mod:`kgparser.model.fingerprint`; encoders converted from the
-packages that ship them, :mod:`kgparser.shelf.encoders`)."""
+packages that ship them, :mod:`kgparser.model.packaged_encoder`)."""
 from __future__ import annotations
 
 import os

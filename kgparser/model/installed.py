@@ -5,7 +5,7 @@ the one place that resolves the model ``Parser.load``, ``kgparser parse
 A model package (``kgparser package``) declares an entry point in the group
 :data:`ENTRY_POINTS`: its name is the model's name, its object the path of
 the checkpoint, beside which the record :data:`RECORD` says what else the
-model needs (its encoder: :mod:`kgparser.shelf.encoders`).  A ``Path``, a
+model needs (its encoder: :mod:`kgparser.model.packaged_encoder`).  A ``Path``, a
 string with a path separator and a string naming something that exists are
 paths (a missing file is then the loader's error); any other string is a
 name, compared as pip compares project names (letter case, ``-``, ``_`` and
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KgparserError
+from .packaged_encoder import packaged_encoder
 
 #: the entry-point group of model packages: model name -> the checkpoint's path
 ENTRY_POINTS = "kgparser.models"
@@ -44,11 +45,9 @@ class ModelFiles:
 
     def encoder(self) -> Path | None:
         """The folder of the encoder the record names, made ready first
-        (:func:`kgparser.shelf.encoders.packaged_encoder`); None without one."""
+        (:func:`kgparser.model.packaged_encoder.packaged_encoder`); None without one."""
         if self.record is None or self.record.get("encoder") is None:
             return None
-        from .encoders import packaged_encoder
-
         return packaged_encoder(self.record["encoder"], str(self.record.get("name")))
 
 

