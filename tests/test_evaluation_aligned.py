@@ -9,7 +9,14 @@ import random
 import pytest
 
 from kgparser.cli import main
-from kgparser.evaluation.aligned import compare_aligned, evaluate_aligned, same_text, same_words, sentence_counts
+from kgparser.evaluation.aligned import (
+    compare_aligned,
+    compare_seeds,
+    evaluate_aligned,
+    same_text,
+    same_words,
+    sentence_counts,
+)
 from kgparser.evaluation.scores import EvaluationError, evaluate
 from kgparser.io.conllu import parse_conllu, read_conllu, sample_data_path
 
@@ -325,3 +332,24 @@ def test_a_second_parse_of_another_text_is_named():
     other = conllu([(1, "The", "DET", 2, "det"), (2, "dog", "NOUN", 0, "root")])
     with pytest.raises(EvaluationError, match=r"^G and Q hold different texts .*the predicted ones 'dog'$"):
         compare_aligned(GOLD, GOLD, other, names=("G", "P", "Q"))
+
+
+def test_seeds_pooled_weigh_each_seed_and_move_together(treebank):
+    rng = random.Random(11)
+    a1, a2, b1, b2 = (perturbed(treebank, rng, changes=changes) for changes in (300, 200, 100, 50))
+    one = compare_aligned(treebank, a1, b1, samples=500)
+    # a seed given twice is the same comparison: the same ratios and the same resampled sentences
+    twice = compare_seeds(treebank, [a1, a1], [b1, b1], samples=500)
+    assert {m: (r.score_a, r.score_b, r.p_value) for m, r in one.items()} == {
+        m: (r.score_a, r.score_b, r.p_value) for m, r in twice.items()}
+    pooled = compare_seeds(treebank, [a1, a2], [b1, b2], samples=500)
+    for metric, result in pooled.items():
+        first, second = (evaluate_aligned(treebank, p).scores[metric] for p in (a1, a2))
+        right, halves = first.correct + second.correct, (first.gold + first.predicted + second.gold
+                                                         + second.predicted) / 2
+        assert result.score_a == pytest.approx(right / halves), metric
+
+
+def test_seeds_come_in_pairs(treebank):
+    with pytest.raises(ValueError, match="2 parses against 1: one per seed on each side"):
+        compare_seeds(treebank, [treebank, treebank], [treebank])

@@ -222,6 +222,8 @@ def refused(capsys, *args) -> str:
     (["--name=-bad-"], "--name: '-bad-' is not a valid package name (PEP 508"),
     (["--name", "two words"], "--name: 'two words' is not a valid package name"),
     (["--version", "one"], "--version: 'one' is not a valid version (PEP 440"),
+    (["--name", "NumPy"], "--name: 'NumPy' is the name of the installed project numpy "),
+    (["--name", "kgparser"], "--name: 'kgparser' is the name of the installed project kgparser "),
 ])
 def test_a_bad_name_or_version_is_one_line(run, tmp_path, capsys, options, message):
     assert message in refused(capsys, run, tmp_path / "out", *options)

@@ -27,6 +27,7 @@ written (``OUT_DIR`` is made only once the wheel is built).
 """
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import re
@@ -111,11 +112,26 @@ def write_wheel(card: Card, checkpoint: Path, target: Path, overwrite: bool) -> 
 def checked_name(name: str, given: bool = True) -> str:
     """``name`` where it is a PEP 508 project name (letters, digits, ``.``,
     ``_``, ``-``, starting and ending with a letter or digit)."""
-    if PROJECT_NAME.match(name):
-        return name
     source = f"--name: {name!r}" if given else f"the run folder's name {name!r} (the default --name)"
-    raise PackagingError(f"{source} is not a valid package name (PEP 508: letters, digits, '.', '_' and '-', "
-                         f"starting and ending with a letter or digit)")
+    if not PROJECT_NAME.match(name):
+        raise PackagingError(f"{source} is not a valid package name (PEP 508: letters, digits, '.', '_' and '-', "
+                             f"starting and ending with a letter or digit)")
+    _check_not_another_project(name, source)
+    return name
+
+
+def _check_not_another_project(name: str, source: str) -> None:
+    """Installing a wheel replaces the installed project of its name: a model
+    named like a project of this environment that is not a kgparser model
+    (``numpy``, ``torch``, ``kgparser`` itself) would take its place."""
+    try:
+        installed = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return
+    if any(entry.group == ENTRY_POINTS for entry in installed.entry_points):
+        return  # another version of a model: replacing it is what installing one does
+    raise PackagingError(f"{source} is the name of the installed project {installed.metadata['Name']} "
+                         f"{installed.version}: installing the model would replace it; choose another name")
 
 
 def checked_version(version: str) -> str:

@@ -251,12 +251,42 @@ def compare_aligned(gold: Sequence[Sentence], pred_a: Sequence[Sentence], pred_b
     text, each difference (``b - a``) with a paired significance test
     (:mod:`kgparser.experiments.significance`) over the gold sentences; ``names``:
     the three files, for the error where a parse holds another text."""
+    return compare_seeds(gold, [pred_a], [pred_b], names=(names[0], [names[1]], [names[2]]), test=test,
+                         samples=samples)
+
+
+def compare_seeds(gold: Sequence[Sentence], preds_a: Sequence[Sequence[Sentence]],
+                  preds_b: Sequence[Sequence[Sentence]], *,
+                  names: tuple[str, Sequence[str], Sequence[str]] | None = None, test: str = "bootstrap",
+                  samples: int = 10_000) -> dict[str, PairedResult]:
+    """:func:`compare_aligned` of A and B over several seeds (parse ``s`` of A
+    beside parse ``s`` of B), pooled as a study pools them (``report.seeds:
+    pooled``, docs/experiments.md): each gold sentence's counts are summed over
+    the seeds, so the scores are the pooled F1 and a resampled sentence moves
+    all its seeds' analyses together."""
     from ..experiments.significance import paired_test
 
-    a = sentence_counts(gold, pred_a, names[0], names[1])
-    b = sentence_counts(gold, pred_b, names[0], names[2])
-    return {metric: paired_test(test, a[metric].correct, b[metric].correct, a[metric].halves, samples=samples,
-                                words_b=b[metric].halves) for metric in a}
+    if len(preds_a) != len(preds_b) or not preds_a:
+        raise ValueError(f"{len(preds_a)} parses against {len(preds_b)}: one per seed on each side")
+    gold_name, names_a, names_b = names or ("gold", [f"prediction {s + 1}" for s in range(len(preds_a))],
+                                            [f"second prediction {s + 1}" for s in range(len(preds_b))])
+    a = _pooled_counts(gold, preds_a, gold_name, names_a)
+    b = _pooled_counts(gold, preds_b, gold_name, names_b)
+    return {metric: paired_test(test, a[metric][0], b[metric][0], a[metric][1], samples=samples,
+                                words_b=b[metric][1]) for metric in a}
+
+
+def _pooled_counts(gold: Sequence[Sentence], preds: Sequence[Sequence[Sentence]], gold_name: str,
+                   pred_names: Sequence[str]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per metric, the right items and the F1 halves of each gold sentence, summed over ``preds``."""
+    pooled: dict[str, tuple[list[float], list[float]]] = {}
+    for pred, name in zip(preds, pred_names):
+        for metric, counts in sentence_counts(gold, pred, gold_name, name).items():
+            right, halves = pooled.setdefault(metric, ([0.0] * len(counts.correct), [0.0] * len(counts.correct)))
+            for i, (c, h) in enumerate(zip(counts.correct, counts.halves)):
+                right[i] += c
+                halves[i] += h
+    return pooled
 
 
 def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, p: int, pairs: Alignment) -> bool:
