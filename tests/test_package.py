@@ -163,8 +163,11 @@ def test_the_spacy_component_finds_a_model_by_name(installed, monkeypatch, tmp_p
     nlp, doc = names["nlp"], names["doc"]
     assert [token.text for token in doc] == ["The", "dog", "barks", "."]
     assert sum(token.head.i == token.i for token in doc) == 1
-    nlp.to_disk(tmp_path / "pipeline")  # the packaged checkpoint, copied
-    assert (tmp_path / "pipeline" / "kgparser" / "model.pt").read_bytes() == resolve_model(NAME).checkpoint.read_bytes()
+    nlp.to_disk(tmp_path / "pipeline")  # the packaged checkpoint, copied with its record
+    saved = tmp_path / "pipeline" / "kgparser" / "model.pt"
+    assert saved.read_bytes() == resolve_model(NAME).checkpoint.read_bytes()
+    assert resolve_model(saved).record == resolve_model(NAME).record is not None  # the encoder found as installed
+    assert resolve_model(tmp_path / "pipeline").record is None
 
 
 # -- the card -----------------------------------------------------------------------------------------------

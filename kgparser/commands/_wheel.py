@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from ..errors import KgparserError
 from ..io.atomic import atomic_path
-from ..model.installed import ENTRY_POINTS, RECORD
+from ..model.installed import ENTRY_POINTS, RECORD, RECORD_FORMAT
 from ..model.packaged_encoder import Conversion, encoder_record
 from ..training.run_folder import BEST, METRICS_FILE
 from ..version import __version__
@@ -49,8 +49,6 @@ from ._model_card import Card, Speed, final_scores, treebank_of
 CHECKPOINT = BEST
 #: the version a package gets unless told otherwise
 DEFAULT_VERSION = "0.1.0"
-#: the format of :data:`~kgparser.model.installed.RECORD`
-RECORD_FORMAT = "kgparser-model-package"
 #: a PEP 508 project name
 PROJECT_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 #: the tooling ``kgparser package`` needs (the extra ``kgparser[package]``)

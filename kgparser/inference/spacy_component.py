@@ -20,13 +20,15 @@ token that holds a control character (a BEL in the text) is parsed with
 U+FFFD in its place; the Doc keeps its text.
 
 ``nlp.to_disk(DIR)`` copies the checkpoint into the pipeline's folder
-(``DIR/kgparser/model.pt``), and ``spacy.load(DIR)`` parses with that copy,
-wherever the original went; the model is loaded when the first document
+(``DIR/kgparser/model.pt``; an installed model package's record beside it,
+so that its encoder is found as the package's is), and ``spacy.load(DIR)``
+parses with that copy, wherever the original went; the model is loaded when the first document
 comes.
 """
 from __future__ import annotations
 
 import bisect
+import json
 import os
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -132,13 +134,16 @@ def copy_model(model: str | Path, folder: Path) -> None:
     """Copy the checkpoint of ``model`` (a path or an installed model's name:
     :func:`~kgparser.model.installed.resolve_model`) into ``folder`` (made if needed)
     as :data:`MODEL_FILE`."""
-    from ..io.atomic import atomic_path
-    from ..model.installed import resolve_model
+    from ..io.atomic import atomic_path, write_text
+    from ..model.installed import RECORD, resolve_model
 
     folder.mkdir(parents=True, exist_ok=True)
-    data = resolve_model(model).checkpoint.read_bytes()
+    files = resolve_model(model)
+    data = files.checkpoint.read_bytes()
     with atomic_path(folder / MODEL_FILE) as temporary:
         Path(temporary).write_bytes(data)
+    if files.record is not None:  # what else the model needs (its encoder), read where the copy is read
+        write_text(folder / RECORD, json.dumps(files.record, indent=2) + "\n")
 
 
 def _set_annotations(doc, sentence_words: list, parsed: list) -> None:

@@ -7,8 +7,9 @@ A model package (``kgparser package``) declares an entry point in the group
 the checkpoint, beside which the record :data:`RECORD` says what else the
 model needs (its encoder: :mod:`kgparser.model.packaged_encoder`).  A ``Path``, a
 string with a path separator and a string naming something that exists are
-paths (a missing file is then the loader's error); any other string is a
-name, compared as pip compares project names (letter case, ``-``, ``_`` and
+paths (a missing file is then the loader's error; a record beside the
+checkpoint is read as a package's is: a spaCy pipeline saved with a packaged
+model keeps it there); any other string is a name, compared as pip compares project names (letter case, ``-``, ``_`` and
 ``.`` alike).  Reading the entry points takes a few hundredths of a second,
 and only for a name.
 """
@@ -29,6 +30,8 @@ from .packaged_encoder import packaged_encoder
 ENTRY_POINTS = "kgparser.models"
 #: the record beside a packaged checkpoint: name, version, encoder (JSON)
 RECORD = "model.json"
+#: the record's ``format``
+RECORD_FORMAT = "kgparser-model-package"
 
 
 class ModelNotFound(KgparserError):
@@ -55,12 +58,21 @@ def resolve_model(model: str | Path) -> ModelFiles:
     """``model`` as a path (see the module's docstring), else the installed model
     package of that name; an unknown name is one line listing the installed models."""
     if isinstance(model, Path) or Path(model).exists() or _has_separator(model):
-        return ModelFiles(Path(model))
+        return ModelFiles(Path(model), _record_beside(Path(model)))
     entry = _entry_point(str(model))
     if entry is None:
         raise ModelNotFound(f"{model}: no such checkpoint file, nor an installed model of that name; "
                             f"{installed_line()}")
     return _installed(entry)
+
+
+def _record_beside(checkpoint: Path) -> dict[str, Any] | None:
+    """The package record beside a checkpoint given by its path, if there is one."""
+    try:
+        record = json.loads(checkpoint.with_name(RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("format") == RECORD_FORMAT else None
 
 
 def installed_models() -> list[str]:
