@@ -190,16 +190,18 @@ def test_the_lemma_head_can_read_the_character_vectors_too():
 
 
 @pytest.mark.parametrize("gradient", [True, False])
-def test_without_its_gradient_the_lemma_loss_trains_only_the_lemma_head(gradient):
+@pytest.mark.parametrize("chars", [False, True])  # the accurate recipes: no gradient, character vectors read
+def test_without_its_gradient_the_lemma_loss_trains_only_the_lemma_head(gradient, chars):
     sentences = tagged_sentences(5, seed=5)
-    config = {**TAGGER_MODEL, "tagger": {**TAGGER_MODEL["tagger"], "lemma_gradient": gradient}}
+    config = {**TAGGER_MODEL, "char_dim": 8, "char_hidden": 5,
+              "tagger": {**TAGGER_MODEL["tagger"], "lemma_gradient": gradient, "lemma_chars": chars}}
     model = Model.build(config_from_dict({"model": config}), sentences)
     scores = model.network.tag_scores(model.inputs(sentences))
     loss, _ = tagging_loss({"lemma": scores["lemma"]}, {"lemma": tag_targets(model, sentences)["lemma"]})
     loss.backward()
-    lstm = model.network.forward_lstms[0]
     assert model.network.taggers.heads["lemma"].weight.grad.abs().sum() > 0
-    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in lstm.parameters()) == gradient
+    for shared in (model.network.forward_lstms[0], model.network.char_lstm):
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in shared.parameters()) == gradient
 
 
 def test_tagging_loss_is_the_summed_cross_entropy_of_the_tagged_words():
