@@ -9,7 +9,7 @@ sentences, the seeds pooled (`kgparser.evaluation.aligned.compare_seeds`);
 import argparse
 import json
 
-from kgparser.evaluation.aligned import NAMES, compare_seeds, evaluate_aligned
+from kgparser.evaluation.aligned import NAMES, pooled_test, sentence_counts
 from kgparser.io.conllu import read_conllu
 
 
@@ -24,12 +24,11 @@ def main() -> None:
     if len(args.a) != len(args.b):
         parser.error(f"--a has {len(args.a)} parses and --b {len(args.b)}: one per seed on each side")
     gold = read_conllu(args.gold, require_tree=True)
-    parses = {side: [read_conllu(path, require_tree=False) for path in paths]
-              for side, paths in (("a", args.a), ("b", args.b))}
-    comparison = compare_seeds(gold, parses["a"], parses["b"], names=(args.gold, args.a, args.b), test=args.test)
-    seeds = {side: [evaluate_aligned(gold, parse).scores for parse in parses[side]] for side in parses}
-    rows = {metric: {"a": [scores[metric].f1 for scores in seeds["a"]],
-                     "b": [scores[metric].f1 for scores in seeds["b"]], "pooled_a": result.score_a,
+    seeds = {side: [sentence_counts(gold, read_conllu(path, require_tree=False), args.gold, path) for path in paths]
+             for side, paths in (("a", args.a), ("b", args.b))}
+    comparison = pooled_test(seeds["a"], seeds["b"], test=args.test)
+    rows = {metric: {"a": [counts[metric].total().f1 for counts in seeds["a"]],
+                     "b": [counts[metric].total().f1 for counts in seeds["b"]], "pooled_a": result.score_a,
                      "pooled_b": result.score_b, "delta": result.delta, "p_value": result.p_value}
             for metric, result in comparison.items()}
     if args.json:

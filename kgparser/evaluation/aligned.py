@@ -264,29 +264,29 @@ def compare_seeds(gold: Sequence[Sentence], preds_a: Sequence[Sequence[Sentence]
     pooled``, docs/experiments.md): each gold sentence's counts are summed over
     the seeds, so the scores are the pooled F1 and a resampled sentence moves
     all its seeds' analyses together."""
-    from ..experiments.significance import paired_test
-
     if len(preds_a) != len(preds_b) or not preds_a:
         raise ValueError(f"{len(preds_a)} parses against {len(preds_b)}: one per seed on each side")
     gold_name, names_a, names_b = names or ("gold", [f"prediction {s + 1}" for s in range(len(preds_a))],
                                             [f"second prediction {s + 1}" for s in range(len(preds_b))])
-    a = _pooled_counts(gold, preds_a, gold_name, names_a)
-    b = _pooled_counts(gold, preds_b, gold_name, names_b)
-    return {metric: paired_test(test, a[metric][0], b[metric][0], a[metric][1], samples=samples,
-                                words_b=b[metric][1]) for metric in a}
+    return pooled_test([sentence_counts(gold, pred, gold_name, name) for pred, name in zip(preds_a, names_a)],
+                       [sentence_counts(gold, pred, gold_name, name) for pred, name in zip(preds_b, names_b)],
+                       test=test, samples=samples)
 
 
-def _pooled_counts(gold: Sequence[Sentence], preds: Sequence[Sequence[Sentence]], gold_name: str,
-                   pred_names: Sequence[str]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per metric, the right items and the F1 halves of each gold sentence, summed over ``preds``."""
-    pooled: dict[str, tuple[list[float], list[float]]] = {}
-    for pred, name in zip(preds, pred_names):
-        for metric, counts in sentence_counts(gold, pred, gold_name, name).items():
-            right, halves = pooled.setdefault(metric, ([0.0] * len(counts.correct), [0.0] * len(counts.correct)))
-            for i, (c, h) in enumerate(zip(counts.correct, counts.halves)):
-                right[i] += c
-                halves[i] += h
-    return pooled
+def pooled_test(seeds_a: Sequence[dict[str, SentenceCounts]], seeds_b: Sequence[dict[str, SentenceCounts]], *,
+                test: str = "bootstrap", samples: int = 10_000) -> dict[str, PairedResult]:
+    """The paired test of :func:`compare_seeds` on each seed's :func:`sentence_counts`."""
+    from ..experiments.significance import paired_test
+
+    def summed(seeds: Sequence[dict[str, SentenceCounts]], metric: str) -> tuple[list[float], list[float]]:
+        return ([sum(column) for column in zip(*(counts[metric].correct for counts in seeds))],
+                [sum(column) for column in zip(*(counts[metric].halves for counts in seeds))])
+
+    results = {}
+    for metric in seeds_a[0]:
+        (right_a, halves_a), (right_b, halves_b) = summed(seeds_a, metric), summed(seeds_b, metric)
+        results[metric] = paired_test(test, right_a, right_b, halves_a, samples=samples, words_b=halves_b)
+    return results
 
 
 def _right(metric: str, gold_words: list[Word], pred_words: list[Word], g: int, p: int, pairs: Alignment) -> bool:

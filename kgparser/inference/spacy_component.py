@@ -22,8 +22,8 @@ U+FFFD in its place; the Doc keeps its text.
 ``nlp.to_disk(DIR)`` copies the checkpoint into the pipeline's folder
 (``DIR/kgparser/model.pt``; an installed model package's record beside it,
 so that its encoder is found as the package's is), and ``spacy.load(DIR)``
-parses with that copy, wherever the original went; the model is loaded when the first document
-comes.
+parses with that copy, wherever the original went; the model is loaded when
+the first document comes.
 """
 from __future__ import annotations
 

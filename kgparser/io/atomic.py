@@ -271,6 +271,7 @@ STAGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<old>old\.)?tmp$")
 
 
 def holds_anything(folder: Path) -> bool:
+    """Whether ``folder`` is a folder with at least one entry."""
     return folder.is_dir() and any(folder.iterdir())
 
 

@@ -9,8 +9,8 @@ model needs (its encoder: :mod:`kgparser.model.packaged_encoder`).  A ``Path``, 
 string with a path separator and a string naming something that exists are
 paths (a missing file is then the loader's error; a record beside the
 checkpoint is read as a package's is: a spaCy pipeline saved with a packaged
-model keeps it there); any other string is a name, compared as pip compares project names (letter case, ``-``, ``_`` and
-``.`` alike).  Reading the entry points takes a few hundredths of a second,
+model keeps it there); any other string is a name, compared as pip compares
+project names (letter case, ``-``, ``_`` and ``.`` alike).  Reading the entry points takes a few hundredths of a second,
 and only for a name.
 """
 from __future__ import annotations
