@@ -230,6 +230,32 @@ class TokenizerConfig:
 
 
 @dataclass
+class LemmatizerConfig:
+    """The lemmatizer (:mod:`kgparser.model.lemmatizer`): the LEMMA class of the words
+    the lemma dictionary does not know, from the vectors the LEMMA head reads and a
+    character BiLSTM of its own; trained after the parser's last epoch on the
+    finished network (the best epoch on ``data.dev`` kept) and stored in the
+    checkpoint.  Needs ``model.tagger.lemma``."""
+
+    #: train it (``kgparser train``); without one, the joint tagger's LEMMA head decides unseen words
+    enabled: bool = False
+    #: size of a character's embedding
+    char_dim: int = 64
+    #: character BiLSTM state size, each direction
+    char_hidden: int = 256
+    #: size of the tanh hidden layer
+    hidden: int = 256
+    #: dropout on the hidden layer's input and output, in training
+    dropout: float = 0.3
+    #: Adam's learning rate
+    learning_rate: float = 1e-3
+    #: words per training step
+    batch: int = 64
+    #: epochs (the best on the development data is kept)
+    epochs: int = 15
+
+
+@dataclass
 class TrainingConfig:
     epochs: int = 30
     oracle: str = "dynamic"
@@ -271,6 +297,7 @@ class Config:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    lemmatizer: LemmatizerConfig = field(default_factory=LemmatizerConfig)
 
     def to_dict(self) -> dict:
         """Plain nested dict (YAML/JSON/checkpoint-friendly)."""
@@ -305,6 +332,8 @@ _POSITIVE = {
     "model.encoder.dim", "model.encoder.window", "model.encoder.lr",
     "tokenizer.char_dim", "tokenizer.class_dim", "tokenizer.hidden", "tokenizer.layers", "tokenizer.window",
     "tokenizer.learning_rate", "tokenizer.batch", "tokenizer.epochs",
+    "lemmatizer.char_dim", "lemmatizer.char_hidden", "lemmatizer.hidden", "lemmatizer.learning_rate",
+    "lemmatizer.batch", "lemmatizer.epochs",
 }
 _DATA_PATHS = ("train", "dev", "test")
 
@@ -409,10 +438,10 @@ def _validate(config: Config, source: str) -> None:
     if not 0.0 <= config.model.pos_dropout <= 1.0:
         raise ConfigError(f"{source}: model.pos_dropout: must be within [0, 1], got {config.model.pos_dropout!r}")
     for path in ("model.input_dropout", "model.lstm_dropout", "model.recurrent_dropout", "training.ema_decay",
-                 "tokenizer.dropout"):
+                 "tokenizer.dropout", "lemmatizer.dropout"):
         if not 0.0 <= _get(config, path) < 1.0:
             raise ConfigError(f"{source}: {path}: must be within [0, 1), got {_get(config, path)!r}")
-    _validate_tagging(config.model, source)
+    _validate_tagging(config.model, config.lemmatizer, source)
     _validate_encoder(config.model.encoder, source)
     from .transitions import system_class
 
@@ -434,7 +463,7 @@ def _validate(config: Config, source: str) -> None:
         raise ConfigError(f"{source}: system.options: {exc}") from None
 
 
-def _validate_tagging(model: ModelConfig, source: str) -> None:
+def _validate_tagging(model: ModelConfig, lemmatizer: LemmatizerConfig, source: str) -> None:
     """The tag input and the tagger must fit together: a tagger trained on a BiLSTM
     that reads the gold column it predicts would learn to copy it, and predicted tags
     need a lower layer to tag from (the hierarchical design of kgparser/model/network.py)."""
@@ -445,6 +474,9 @@ def _validate_tagging(model: ModelConfig, source: str) -> None:
     if model.tagger.lemma_chars and not (model.tagger.lemma and model.char_dim):
         raise ConfigError(f"{source}: model.tagger.lemma_chars needs model.tagger.lemma: true and a character "
                           f"model (model.char_dim > 0)")
+    if lemmatizer.enabled and not model.tagger.lemma:
+        raise ConfigError(f"{source}: lemmatizer.enabled needs model.tagger.lemma: true (its classes are the "
+                          f"LEMMA head's)")
     if model.tag_input in ("predicted", "soft"):
         if not predicts_pos:
             raise ConfigError(f"{source}: model.tag_input: {model.tag_input} needs the tagger to predict the "

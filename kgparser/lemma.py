@@ -189,6 +189,12 @@ class LemmaLexicon:
                     return lemma
         return None
 
+    def decided(self, form: str, ranked: list[str]) -> str:
+        """The lemma of an unseen ``form`` from classes ranked best first: the first
+        that cut from it what it cut in training (:meth:`fitting`), else the best."""
+        lemma = self.fitting(form, ranked)
+        return apply_class(ranked[0], form) if lemma is None else lemma
+
     def to_data(self) -> dict:
         """Plain data for a checkpoint: two JSON strings, which load far faster than
         the same lists as pickled objects (a treebank has tens of thousands)."""

@@ -284,8 +284,8 @@ def test_a_rounded_width_changes_no_token_vector_or_tag_score():
         exact = model.inputs(sentences)
         padded = model.inputs(sentences, round_width=True)
         assert padded.words.shape[1] == rounded_width(exact.words.shape[1]) > exact.words.shape[1]
-        vectors, scores = model.network.encode_all(exact)
-        padded_vectors, padded_scores = model.network.encode_all(padded)
+        vectors, scores, _ = model.network.encode_all(exact)
+        padded_vectors, padded_scores, _ = model.network.encode_all(padded)
     assert torch.allclose(vectors, padded_vectors, atol=1e-6, rtol=0)
     assert scores.keys() == padded_scores.keys()
     for column in scores:

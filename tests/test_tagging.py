@@ -165,7 +165,7 @@ def test_tag_heads_score_every_token_row(hidden):
     rows = sum(s.n + 1 for s in sentences)
     for column in COLUMNS:
         assert scores[column].shape == (rows, len(model.vocabs.tag_columns[column]) - TAG_CLASS_OFFSET)
-    vectors, again = model.network.encode_all(inputs)
+    vectors, again, _ = model.network.encode_all(inputs)
     assert vectors.shape == (rows + 1, 2 * TINY_MODEL["lstm_hidden"])
     assert all(torch.equal(again[c], scores[c]) for c in COLUMNS)
     layers = [type(m).__name__ for m in model.network.taggers.heads["upos"].modules()]
@@ -182,6 +182,7 @@ def test_the_lemma_head_can_read_the_character_vectors_too():
     model.network.eval()
     inputs = model.inputs(sentences)
     before = model.network.tag_scores(inputs)
+    assert torch.equal(lemma(model.network.lemma_inputs(inputs)), before["lemma"])  # what the lemmatizer reads
     with torch.no_grad():  # the lemma head's weights on the character vectors, and only those
         lemma.weight[:, 2 * TINY_MODEL["lstm_hidden"]:] += 1.0
     after = model.network.tag_scores(inputs)

@@ -190,7 +190,7 @@ class _BatchDecoder:
         encoded = self.model.encode(batch, with_tags=self.with_tags)
         self.offsets, self.pad, self.projected = batch.offsets, batch.pad_row, encoded.projected
         if self.with_tags:
-            self.tags = best_tags(self.model, encoded.tag_scores, self.sentences)
+            self.tags = best_tags(self.model, encoded.tag_scores, self.sentences, encoded.lemma_inputs)
         return self.stepper.run(self, encoded)
 
     # -- the stepper's chooser ----------------------------------------------------------

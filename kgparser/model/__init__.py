@@ -4,8 +4,9 @@
 vocabularies, the action inventory (:mod:`kgparser.model.inventory`: the
 columns of the score matrix), the network weights, the fingerprint of its
 encoder (whose weights stay where they are: :mod:`kgparser.model.encoder`)
-and, where the run learned one, the tokenizer of raw text
-(:mod:`kgparser.tokenize`).
+and, where the run learned them, the tokenizer of raw text
+(:mod:`kgparser.tokenize`) and the lemmatizer of unseen words
+(:mod:`kgparser.model.lemmatizer`).
 What a batch of sentences turns into is :attr:`Model.inputs`
 (:mod:`kgparser.model.inputs`); the checkpoint's layout is
 :mod:`kgparser.model.checkpoint`.
@@ -24,6 +25,7 @@ from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_
 from .encoder import Encoder, EncoderError, EncoderNotFound
 from .inputs import Batch, CharTable, Inputs
 from .inventory import ActionInventory
+from .lemmatizer import Lemmatizer
 from .memory import check_weight_memory
 from .network import SLOTS_PER_POSITION, Network
 from .stepper import Encoded
@@ -69,6 +71,8 @@ class Model:
         self.max_train_length: int | None = None
         #: the learned tokenizer of raw text (``tokenizer.enabled``: :mod:`kgparser.tokenize`), or None
         self.tokenizer: Tokenizer | None = None
+        #: the lemmatizer of unseen words (``lemmatizer.enabled``: :mod:`kgparser.model.lemmatizer`), or None
+        self.lemmatizer: Lemmatizer | None = None
 
     @property
     def n_slots(self) -> int:
@@ -97,13 +101,17 @@ class Model:
     def encode(self, batch: Batch, with_tags: bool = True) -> Encoded:
         """The batch as the stepper reads it: every token's BiLSTM vector
         projected by the MLP's first layer and, ``with_tags``, the joint
-        tagger's scores; what the trainer and the decoder both run."""
-        vectors, tag_scores = self.network.encode_all(batch, with_tags=with_tags)
-        return Encoded(batch, self.network.project(vectors), tag_scores)
+        tagger's scores (and with a lemmatizer what it reads); what the trainer
+        and the decoder both run."""
+        vectors, tag_scores, lemma_inputs = self.network.encode_all(
+            batch, with_tags=with_tags, with_lemma_inputs=with_tags and self.lemmatizer is not None)
+        return Encoded(batch, self.network.project(vectors), tag_scores, lemma_inputs)
 
     def to(self, device: str | torch.device) -> Model:
         self.device = torch.device(device)
         self.network.to(self.device)
+        if self.lemmatizer is not None:
+            self.lemmatizer.to(self.device)
         self.inventory.to(self.device)
         self.inputs.device = self.device
         if self.encoder is not None:
@@ -144,6 +152,7 @@ class Model:
             "max_train_length": self.max_train_length,
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder else None,
             **({"tokenizer": self.tokenizer.to_data()} if self.tokenizer else {}),
+            **({"lemmatizer": self.lemmatizer.to_data()} if self.lemmatizer else {}),
         }
 
     @classmethod
@@ -177,6 +186,8 @@ class Model:
             from ..tokenize.model import Tokenizer
 
             model.tokenizer = Tokenizer.from_data(data["tokenizer"], model.config.tokenizer)
+        if "lemmatizer" in data:
+            model.lemmatizer = Lemmatizer.from_data(data["lemmatizer"], model.config.lemmatizer)
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model

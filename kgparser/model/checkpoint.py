@@ -9,8 +9,9 @@ with ``torch.load(path, weights_only=True)``::
     model             Model.to_data(): config, vocabs, ext_words, ext_dim,
                       actions, transitions [[action, label|None], ...], weights,
                       max_train_length, encoder_fingerprint, and where the run
-                      learned one, tokenizer: Tokenizer.to_data() (characters,
-                      weights, multiword)
+                      learned them, tokenizer: Tokenizer.to_data() (characters,
+                      weights, multiword) and lemmatizer: Lemmatizer.to_data()
+                      (characters, in_dim, classes, weights)
     epoch             completed epochs
     dev               {"uas": .., "las": ..} of this model (None without dev data)
     training          (last.pt only) optimizer state, torch RNG state,
@@ -70,6 +71,7 @@ FIELDS = {
         "tokenizer": {"characters": [int], "weights": {str: torch.Tensor},
                       "multiword": {"exact": [[(str, list)]], "lowered": [[(str, list)]], "rules": [list],
                                     "single": [str]}},
+        "lemmatizer": {"characters": [str], "in_dim": int, "classes": int, "weights": {str: torch.Tensor}},
     },
     "epoch": int,
     "dev": (dict, type(None)),
@@ -148,9 +150,9 @@ def _plain_data(path: Path) -> object:
 def _check_finite_weights(path: Path, data: dict) -> None:
     """Raise naming the first weight tensor that holds NaN or inf."""
     model = data.get("model", {})
-    tokenizer = {f"tokenizer.{name}": tensor
-                 for name, tensor in model.get("tokenizer", {}).get("weights", {}).items()}
-    for name, tensor in {**model.get("weights", {}), **tokenizer}.items():  # of the types of FIELDS
+    stages = {f"{stage}.{name}": tensor for stage in ("tokenizer", "lemmatizer")
+              for name, tensor in model.get(stage, {}).get("weights", {}).items()}
+    for name, tensor in {**model.get("weights", {}), **stages}.items():  # of the types of FIELDS
         if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise CheckpointError(f"{path}: the weights are not finite ({name} holds NaN or inf): the checkpoint "
                                   f"is damaged, e.g. by diverged training; retrain with a lower learning rate")

@@ -174,15 +174,17 @@ class Network(nn.Module):
         sentence, concatenated; the last row is the padding vector."""
         return self.encode_all(inputs, with_tags=False)[0]
 
-    def encode_all(self, inputs: Batch, with_tags: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """:meth:`encode`'s vectors and, ``with_tags``, the tagger's scores of every token
-        row (:meth:`tag_scores`; an empty dict without a tagger)."""
+    def encode_all(self, inputs: Batch, with_tags: bool = True, with_lemma_inputs: bool = False
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor | None]:
+        """:meth:`encode`'s vectors; ``with_tags``, the tagger's scores of every token
+        row (:meth:`tag_scores`; an empty dict without a tagger); ``with_lemma_inputs``,
+        what the LEMMA head reads of every token row (:meth:`lemma_inputs`; else None)."""
         lower, read = self._lower_layers(inputs)
         upper = self._upper_layers(lower, inputs) if self.hierarchical else lower
         rows = inputs.token_rows
         vectors = torch.cat([_token_rows(upper, rows), self.pad.unsqueeze(0)])
         scores = self.tag_scores(inputs, (lower, read)) if with_tags and self.taggers is not None else {}
-        return vectors, scores
+        return vectors, scores, self.lemma_inputs(inputs, (lower, read)) if with_lemma_inputs else None
 
     def tag_scores(self, inputs: Batch, lower: tuple[torch.Tensor, torch.Tensor] | None = None
                    ) -> dict[str, torch.Tensor]:
@@ -193,10 +195,25 @@ class Network(nn.Module):
         output, read = self._lower_layers(inputs) if lower is None else lower
         chars = None
         if self.taggers.char_columns:
-            chars = _token_rows(read[..., read.shape[2] - self.char_out:], inputs.token_rows)
+            chars = self._char_rows(read, inputs)
             if self.input_dropout and self.training:
                 chars = nn.functional.dropout(chars, self.input_dropout)
         return self.taggers(_token_rows(output, inputs.token_rows), chars)
+
+    def lemma_inputs(self, inputs: Batch, lower: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """What the LEMMA head reads of every token row (ROOT included), detached: the
+        tagger's BiLSTM vector and, with ``model.tagger.lemma_chars``, the word's
+        character vector; the input of :class:`~kgparser.model.lemmatizer.Lemmatizer`."""
+        assert self.taggers is not None  # called only for a model with a tagger
+        output, read = self._lower_layers(inputs) if lower is None else lower
+        vectors = _token_rows(output, inputs.token_rows)
+        if "lemma" in self.taggers.char_columns:
+            vectors = torch.cat([vectors, self._char_rows(read, inputs)], dim=-1)
+        return vectors.detach()
+
+    def _char_rows(self, read: torch.Tensor, inputs: Batch) -> torch.Tensor:
+        """The character vectors of every token row, from the first layer's padded input (where they come last)."""
+        return _token_rows(read[..., read.shape[2] - self.char_out:], inputs.token_rows)
 
     def _lower_layers(self, inputs: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The padded output of the BiLSTM layers the tagger reads (the first of a

@@ -50,6 +50,8 @@ class Encoded:
     batch: Batch
     projected: torch.Tensor
     tag_scores: dict[str, torch.Tensor]
+    #: what the LEMMA head reads of every token (:meth:`Network.lemma_inputs`), for a model's lemmatizer
+    lemma_inputs: torch.Tensor | None = None
 
 
 @dataclass

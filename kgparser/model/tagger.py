@@ -88,11 +88,14 @@ def tagging_loss(scores: dict[str, torch.Tensor], targets: dict[str, torch.Tenso
     return cast(torch.Tensor, total), sum(int((target != IGNORED).sum()) for target in targets.values())
 
 
-def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> list[dict[str, list[str]]]:
+def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence,
+              lemma_inputs: torch.Tensor | None = None) -> list[dict[str, list[str]]]:
     """Per sentence, the best tag of each of its words in every predicted column
     (``scores``: :meth:`Network.tag_scores` of the batch ``sentences``); a
     lemma is its best edit script applied to the word's form, or with the
-    vocabularies' lexicon what :meth:`~kgparser.lemma.LemmaLexicon.lemma` gives."""
+    vocabularies' lexicon what :meth:`~kgparser.lemma.LemmaLexicon.lemma` gives,
+    the classes of unseen words ranked by the model's lemmatizer where it has
+    one (``lemma_inputs``: :meth:`Network.lemma_inputs` of the batch)."""
     columns = {column: (vocab.items, scores[column].argmax(1).tolist())
                for column, vocab in model.vocabs.tag_columns.items()}
     result, start = [], 0
@@ -104,7 +107,8 @@ def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> li
         start += sentence.n + 1
     lexicon = model.vocabs.lexicon
     if lexicon is not None and "lemma" in columns:
-        _lexicon_lemmas(lexicon, columns["lemma"][0], scores["lemma"], sentences, result)
+        ranker = _lemma_ranker(model, scores["lemma"], lemma_inputs)
+        _lexicon_lemmas(lexicon, columns["lemma"][0], ranker, sentences, result)
     return result
 
 
@@ -112,11 +116,28 @@ def best_tags(model, scores: dict[str, torch.Tensor], sentences: Sequence) -> li
 LEMMA_CANDIDATES = 32
 
 
-def _lexicon_lemmas(lexicon, items: list[str], scores: torch.Tensor, sentences: Sequence,
+def _lemma_ranker(model, scores: torch.Tensor, lemma_inputs: torch.Tensor | None):
+    """A function of the score rows and forms of unseen words giving each one's
+    :data:`LEMMA_CANDIDATES` best classes: the lemmatizer's where the model has one, else the LEMMA head's."""
+    count = min(LEMMA_CANDIDATES, scores.shape[1])
+    if model.lemmatizer is not None and lemma_inputs is not None:
+        lemmatizer = model.lemmatizer
+
+        def ranked(rows: torch.Tensor, forms: list[str]) -> list[list[int]]:
+            with torch.no_grad():
+                return lemmatizer(lemma_inputs.index_select(0, rows), forms).topk(count, dim=1).indices.tolist()
+    else:
+        def ranked(rows: torch.Tensor, forms: list[str]) -> list[list[int]]:
+            return scores.index_select(0, rows).topk(count, dim=1).indices.tolist()
+    return ranked
+
+
+def _lexicon_lemmas(lexicon, items: list[str], ranked, sentences: Sequence,
                     result: list[dict[str, list[str]]]) -> None:
     """Replace each word's lemma in ``result`` by the lexicon's: a seen word's
     training lemma (by its predicted UPOS where the tagger predicts it), else the
-    best of the tagger's :data:`LEMMA_CANDIDATES` classes that fits the form."""
+    best of its :data:`LEMMA_CANDIDATES` classes (``ranked``) that fits the form,
+    else the best class (:meth:`~kgparser.lemma.LemmaLexicon.decided`)."""
     unseen: list[tuple[list[str], int, str, int]] = []  # (lemmas, word, form, score row)
     start = 0
     for sentence, tags in zip(sentences, result):
@@ -131,8 +152,5 @@ def _lexicon_lemmas(lexicon, items: list[str], scores: torch.Tensor, sentences: 
     if not unseen:
         return
     rows = torch.tensor([row for *_, row in unseen], dtype=torch.int64)
-    ranked = scores.index_select(0, rows).topk(min(LEMMA_CANDIDATES, scores.shape[1]), dim=1).indices.tolist()
-    for (lemmas, i, form, _), classes in zip(unseen, ranked):
-        lemma = lexicon.fitting(form, (items[c + TAG_CLASS_OFFSET] for c in classes))
-        if lemma is not None:
-            lemmas[i] = lemma
+    for (lemmas, i, form, _), classes in zip(unseen, ranked(rows, [form for _, _, form, _ in unseen])):
+        lemmas[i] = lexicon.decided(form, [items[c + TAG_CLASS_OFFSET] for c in classes])

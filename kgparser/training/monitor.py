@@ -12,7 +12,8 @@ from ..io.atomic import write_text
 
 class MetricsFile:
     """JSON lines, one record per epoch (and a final one with test scores; before
-    them, one per epoch of the tokenizer's training, ``tokenizer_epoch``); on resume,
+    them, one per epoch of the tokenizer's training, ``tokenizer_epoch``, and after
+    them one per epoch of the lemmatizer's, ``lemmatizer_epoch``); on resume,
     records after the resumed epoch and final records are dropped.
 
     The file is small (one line per epoch), so each write replaces it whole
@@ -26,6 +27,7 @@ class MetricsFile:
         self.records: list[dict] = []
         if keep_up_to_epoch is not None and self.path.exists():
             self.records = [record for record in self._read(log) if "tokenizer_epoch" in record
+                            or "lemmatizer_epoch" in record
                             or record.get("epoch", keep_up_to_epoch + 1) <= keep_up_to_epoch]
         self._save()
 

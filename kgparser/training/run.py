@@ -30,6 +30,7 @@ from ..model.tagger import TAG_COLUMNS
 from . import distributed, run_folder
 from .distributed import ONE_PROCESS, World, world_from_environment
 from .front_end import learn_tokenizer, raw_text_scores
+from .lemma_stage import learn_lemmatizer
 from .monitor import MetricsFile, TensorBoard, flatten
 from .run_folder import BEST, CONFIG_FILE, LAST, METRICS_FILE, TENSORBOARD_DIR, Start
 from .trainer import Diverged, EpochStats, Trainer
@@ -41,6 +42,9 @@ EVAL_BATCH_SIZE = 64
 #: ``model.encoder.path``: the encoder may have moved, its fingerprint says whether it is the same)
 RESUMABLE_CHANGES = {"training.epochs", "training.progress", "training.tensorboard", "threads", "device",
                      "output_dir", "model.encoder.path"}
+#: the settings of the stage after the parser's epochs (kgparser/training/lemma_stage.py), which may
+#: change on resume: a finished run resumed with them gets a lemmatizer
+STAGE_AFTER_PARSER = "lemmatizer."
 #: data files that may change on resume, with a note: a corrected path, or another evaluation set
 NOTED_CHANGES = {"data.dev", "data.test"}
 
@@ -104,7 +108,8 @@ def _check_resumable(saved: dict, config: Config, path: Path, log) -> None:
     except KgparserError as error:
         raise TrainingError(f"{path}: cannot resume: {error}") from None
     old, new = flatten(saved), flatten(config.to_dict())
-    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES)
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUMABLE_CHANGES
+                     and not k.startswith(STAGE_AFTER_PARSER))
     refused = [key for key in changed if key not in NOTED_CHANGES]
     if refused:
         raise TrainingError(f"{path}: cannot resume: the config differs in {', '.join(refused)}")
@@ -184,6 +189,9 @@ def _train_locked(config: Config, out: Path, start: Start, log, world: World) ->
                                                       best_las, best_epoch, out, metrics, world)
             _board_epoch(board, record, epoch + 1)
             log(_epoch_line(record))
+        if world.main:
+            learn_lemmatizer(out / BEST, config, train_sentences, dev_sentences, metrics, board, log,
+                             encoder=config.model.encoder.path)
         test = _final_test(config, out, test_sentences, metrics, best_epoch, log)
         board.hparams(flatten(config.to_dict()), {"hparam/best_dev_las": best_las,
                                                   "hparam/test_las": test["las"] if test else None})
