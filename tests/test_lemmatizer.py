@@ -9,8 +9,9 @@ import random
 
 import pytest
 import torch
+from test_tagging import run_config as tagging_run
 
-from kgparser.config import ConfigError, config_from_dict
+from kgparser.config import ConfigError
 from kgparser.inference.parser import Parser
 from kgparser.io.conllu import parse_conllu
 from kgparser.model import Model
@@ -48,11 +49,8 @@ def conllu(count: int, seed: int) -> str:
 
 
 def run_config(folder, lemmatizer: dict | None = None, model: dict = MODEL):
-    return config_from_dict({"output_dir": str(folder / "run"), "threads": 1,
-                             "data": {"train": str(folder / "train.conllu"), "dev": str(folder / "dev.conllu")},
-                             "model": model, "lemmatizer": lemmatizer or {},
-                             "training": {"epochs": 1, "batch_size": 8, "lr": 0.01, "tensorboard": False,
-                                          "progress": False}})
+    return tagging_run(folder, model, epochs=1, sections={"lemmatizer": lemmatizer or {}},
+                       dev=str(folder / "dev.conllu"))
 
 
 @pytest.fixture(scope="module")

@@ -59,11 +59,12 @@ def strip_tags(sentences):
     return copies
 
 
-def run_config(folder, model: dict, epochs: int = 2, train_file=None, **data):
+def run_config(folder, model: dict, epochs: int = 2, train_file=None, sections: dict | None = None, **data):
+    """A short run's config (``sections``: more top-level blocks, such as ``lemmatizer``)."""
     return config_from_dict({"output_dir": str(folder / "run"), "threads": 1,
                              "data": {"train": str(train_file or folder / "train.conllu"), **data}, "model": model,
                              "training": {"epochs": epochs, "batch_size": 4, "lr": 0.01, "tensorboard": False,
-                                          "progress": False}})
+                                          "progress": False}, **(sections or {})})
 
 
 @pytest.fixture(scope="module")
