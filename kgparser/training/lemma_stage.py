@@ -109,7 +109,7 @@ def train_lemmatizer(model: Model, train: Sequence[Sentence], dev: Sequence[Sent
     assert lexicon is not None  # learn_lemmatizer builds one where the checkpoint has none
     torch.manual_seed(seed)
     shuffle = random.Random(seed)
-    words = lemma_words(model, train, keep=lambda form: True)
+    words = lemma_words(model, train)
     unseen = lemma_words(model, dev, keep=lambda form: lexicon.known(form, None) is None) \
         if dev else None
     items = model.vocabs.tag_columns["lemma"].items
@@ -129,9 +129,9 @@ def train_lemmatizer(model: Model, train: Sequence[Sentence], dev: Sequence[Sent
     return lemmatizer.eval()
 
 
-def lemma_words(model: Model, sentences: Sequence[Sentence], keep: Callable[[str], bool]) -> LemmaWords:
-    """The words of ``sentences`` with a gold lemma whose form ``keep`` accepts, and
-    what the lemmatizer reads of each (the network in evaluation mode)."""
+def lemma_words(model: Model, sentences: Sequence[Sentence], keep: Callable[[str], bool] | None = None) -> LemmaWords:
+    """The words of ``sentences`` with a gold lemma (whose form ``keep`` accepts,
+    where given), and what the lemmatizer reads of each (the network in evaluation mode)."""
     index = model.vocabs.tag_columns["lemma"].index
     parts, forms, targets, lemmas = [], [], [], []
     model.network.eval()
@@ -143,7 +143,7 @@ def lemma_words(model: Model, sentences: Sequence[Sentence], keep: Callable[[str
             rows, offset = [], 0
             for sentence in batch:
                 for i, (form, lemma) in enumerate(zip(sentence.forms, sentence.lemma)):
-                    if lemma is not None and keep(form):
+                    if lemma is not None and (keep is None or keep(form)):
                         rows.append(offset + 1 + i)  # row ``offset`` is ROOT
                         forms.append(form)
                         lemmas.append(lemma)
