@@ -181,11 +181,12 @@ def lemma_accuracy(lexicon: LemmaLexicon, items: list[str], lemmatizer: Lemmatiz
     form (:meth:`LemmaLexicon.decided`), else its best class; ``items``: the LEMMA
     column's vocabulary."""
     lemmatizer.eval()
+    device = next(lemmatizer.parameters()).device
     right = 0
     with torch.no_grad():
         for start in range(0, len(words.forms), 1024):
             forms = words.forms[start:start + 1024]
-            scores = lemmatizer(words.inputs[start:start + 1024].to(next(lemmatizer.parameters()).device), forms)
+            scores = lemmatizer(words.inputs[start:start + 1024].to(device), forms)
             ranked = scores.topk(min(LEMMA_CANDIDATES, scores.shape[1]), dim=1).indices.tolist()
             for form, gold, classes in zip(forms, words.lemmas[start:start + 1024], ranked):
                 right += lexicon.decided(form, [items[c + TAG_CLASS_OFFSET] for c in classes]) == gold
