@@ -5,7 +5,8 @@ on ``PYTHONPATH``), and levers of issue 49 switched off one at a time, to
 see what each gives.
 
     python experiments/bench_startup.py --model MODEL.pt one.conllu [--trees OLD NEW] \\
-        [--levers none tokenizer model transformers fingerprint gc-pause freeze release] [--rounds 5] [--core 1]
+        [--levers none tokenizer model transformers fingerprint gc-pause freeze release ahead int8] \\
+        [--quantize] [--rounds 5] [--core 1]
 
 Levers (only for a tree that has them; ``none`` switches nothing off):
 
@@ -17,7 +18,13 @@ Levers (only for a tree that has them; ``none`` switches nothing off):
 * ``freeze``: no ``gc.freeze()`` before the interpreter's exit;
 * ``release``: the C heap's free pages not given back after encoder batches;
 * ``slack-N``: given back after an encoder batch where the process has grown
-  by more than N MB since the last time (default 128: ``memory.RELEASE_SLACK``).
+  by more than N MB since the last time (default 128: ``memory.RELEASE_SLACK``);
+* ``ahead``: the encoder run on each batch's sentences, not on those of many
+  batches at once (``Inputs.states_ahead``);
+* ``int8``: the last tree parses without ``--quantize`` where ``--quantize`` is given.
+
+``--quantize`` parses with ``kgparser parse --quantize`` (the encoder in
+int8) in the last tree's runs (an older tree may lack the option).
 
 Prints a Markdown table: wall and CPU seconds (user + system, of the parse
 process), peak RSS, each the median of ``--rounds`` (the minimum in
@@ -39,7 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-LEVERS = ("none", "tokenizer", "model", "transformers", "fingerprint", "gc-pause", "freeze", "release")
+LEVERS = ("none", "tokenizer", "model", "transformers", "fingerprint", "gc-pause", "freeze", "release", "ahead",
+          "int8")
 
 
 def switched_off(lever: str) -> None:
@@ -59,6 +67,9 @@ def switched_off(lever: str) -> None:
     if lever == "release":
         from kgparser.model import encoder
         encoder.release_free_memory = lambda: None  # type: ignore[assignment]
+    if lever == "ahead":
+        from kgparser.model.inputs import Inputs
+        Inputs.states_ahead = lambda self, sentences: None  # type: ignore[method-assign]
     if lever.startswith("slack-"):
         from kgparser.model import memory
         memory.RELEASE_SLACK = int(lever.split("-", 1)[1]) * 2 ** 20
@@ -73,13 +84,14 @@ def child(lever: str, arguments: list[str]) -> int:
     return cli.main(arguments) if lever == "freeze" else cli.main()  # an argv given: no gc.freeze at the end
 
 
-def one_run(tree: Path | None, lever: str, model: str, source: str, output: Path, core: int | None) -> tuple:
-    """Wall s, CPU s and peak RSS (MB) of one whole parse."""
+def one_run(tree: Path | None, lever: str, model: str, source: str, output: Path, core: int | None,
+            quantize: bool = False) -> tuple:
+    """Wall s, CPU s and peak RSS (MB) of one whole parse (``quantize``: with ``--quantize``)."""
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     command = [sys.executable, __file__, "--child", lever, "--", "parse", "-m", model, source, "-o", str(output),
-               "--threads", "1", "--quiet"]
+               "--threads", "1", "--quiet", *(["--quantize"] if quantize else [])]
     if core is not None and shutil.which("taskset"):
         command = ["taskset", "-c", str(core), *command]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,14 +107,16 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         sys.exit(child(sys.argv[2], sys.argv[4:]))
     if len(sys.argv) > 2 and sys.argv[1] == "--measure":
-        tree, lever, model, source, output, core = sys.argv[2:8]
-        print(json.dumps(one_run(Path(tree) if tree else None, lever, model, source, Path(output), int(core))))
+        tree, lever, model, source, output, core, quantize = sys.argv[2:9]
+        print(json.dumps(one_run(Path(tree) if tree else None, lever, model, source, Path(output), int(core),
+                                 quantize == "1")))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("input")
     parser.add_argument("--model", required=True)
     parser.add_argument("--trees", nargs="*", default=[], help="kgparser trees (default: the installed one)")
     parser.add_argument("--levers", nargs="*", default=["none"], help=f"{', '.join(LEVERS)} or slack-N")
+    parser.add_argument("--quantize", action="store_true", help="the last tree parses with --quantize")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--core", type=int, default=1)
     args = parser.parse_args()
@@ -117,7 +131,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for case in cases:
                 # peak RSS of children is a high-water mark: a fresh process per measurement keeps it its own
-                results[case].append(measured(case, args, outputs[case]))
+                results[case].append(measured(case, args, outputs[case], trees[-1]))
         reference = outputs[cases[0]].read_bytes()
         print("| tree | lever off | wall s | CPU s | peak RSS MB | output |")
         print("|---|---|---|---|---|---|")
@@ -128,11 +142,12 @@ def main() -> None:
                   f"{statistics.median(cpus):.2f} ({min(cpus):.2f}) | {statistics.median(peaks):.0f} | {same} |")
 
 
-def measured(case: tuple, args: argparse.Namespace, output: Path) -> tuple:
+def measured(case: tuple, args: argparse.Namespace, output: Path, last: Path | None) -> tuple:
     """One run of ``case`` from a process of its own, whose children's peak RSS is then this run's alone."""
     tree, lever = case
+    quantize = args.quantize and tree == last and lever != "int8"
     command = [sys.executable, __file__, "--measure", str(tree or ""), lever, args.model, args.input, str(output),
-               str(args.core)]
+               str(args.core), "1" if quantize else "0"]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
 

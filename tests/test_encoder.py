@@ -231,6 +231,21 @@ def test_the_parse_time_cache_is_bounded(bert):
     assert len(cache.items) == 3 and list(cache.items) == [tuple(s.forms) for s in sentences[-3:]]
 
 
+def test_the_cache_makes_room_before_the_encoder_runs(bert, monkeypatch):
+    """At parse time the cache and a new pass's states together stay within its
+    bound: the least recently used sentences go before the encoder runs (a
+    sentence asked for again stays)."""
+    encoder = Encoder(EncoderConfig(path=str(bert)))
+    cache = StateCache(limit=4)
+    sentences = list(parse_conllu(tiny_conllu(7, seed=3)))
+    cache.states(encoder, sentences[:4])
+    held = []
+    word_states = encoder.word_states
+    monkeypatch.setattr(encoder, "word_states", lambda missing: held.append(len(cache.items)) or word_states(missing))
+    cache.states(encoder, [sentences[0], *sentences[4:7]])
+    assert held == [1] and list(cache.items) == [tuple(s.forms) for s in [sentences[0], *sentences[4:7]]]
+
+
 def test_a_models_inputs_carry_the_padded_states(bert):
     config = config_from_dict({"model": {**TINY_MODEL, "encoder": {"path": str(bert), "dim": 8}}})
     sentences = list(parse_conllu(tiny_conllu(4, seed=2)))
@@ -306,6 +321,18 @@ def test_a_loaded_checkpoint_parses_as_training_evaluated_it(run, request):
               for p, g in zip(parsed, gold) for d in range(1, g.n + 1)) / sum(g.n for g in gold)
     records = [json.loads(line) for line in (folder / "run" / "metrics.jsonl").read_text().splitlines()]
     assert las == pytest.approx(max(r["dev_las"] for r in records if "dev_las" in r))
+
+
+def test_the_decoder_encodes_the_sentences_of_many_batches_in_one_pass(trained, monkeypatch):
+    """Batches of one sentence, but one encoder pass over the 4 dev sentences
+    (:meth:`Inputs.states_ahead`), whose states the batches then read from the cache."""
+    parser = Parser.load(trained / "run" / "best.pt", batch_size=1)
+    passes = []
+    word_states = parser.model.encoder.word_states
+    monkeypatch.setattr(parser.model.encoder, "word_states", lambda sentences: passes.append(len(sentences))
+                        or word_states(sentences))
+    parser.parse(str(trained / "dev.conllu"))
+    assert passes == [4]
 
 
 def test_a_moved_encoder_is_found_with_encoder(trained, tmp_path, capsys):

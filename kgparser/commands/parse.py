@@ -58,6 +58,10 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", default=None, metavar="PATH",
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
                              "if it has moved (a folder or hub name; it must be the same encoder)")
+    parser.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=None,
+                        help="a model with a frozen pretrained encoder: run the encoder's linear layers in int8 "
+                             "(--quantize: about 1.5x as fast on a CPU, slightly different states) or float32 "
+                             "(--no-quantize); default: as the model was trained (model.encoder.quantize)")
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -143,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         _check_output(args)
         with _one_line_warnings():
             parser = Parser.load(args.model, device=_here(args), batch_size=args.batch_size, threads=args.threads,
-                                 encoder=args.encoder)
+                                 encoder=args.encoder, quantize=args.quantize)
     with _one_line_warnings():
         started = time.perf_counter()
         summary = parser.parse_file(args.input, args.output if args.output else sys.stdout,

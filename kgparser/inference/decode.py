@@ -38,6 +38,7 @@ from ..errors import KgparserError
 from ..io.collector import collector_paused
 from ..model import CharTable, Model
 from ..model.features import flat_rows, positions_rows
+from ..model.inputs import PARSE_CACHE_SENTENCES
 from ..model.stepper import Step, Stepper, no_action_error
 from ..model.tagger import best_tags
 from .decoding_constraints import allowed_actions_function, as_constraint, forced_labels_function
@@ -107,6 +108,7 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
     # the character vectors of CHAR_TABLE_BATCHES batches' distinct forms are computed
     # at once: a form that several batches share costs one character BiLSTM pass
     table_span, char_table = batch_size * CHAR_TABLE_BATCHES, None
+    states_span = batch_size * max(1, PARSE_CACHE_SENTENCES // batch_size)
     network = model.network
     was_training = network.training
     network.eval()
@@ -116,6 +118,8 @@ def decode(model: Model, sentences: Sequence, batch_size: int = 64, constraints:
                 chosen = order[start:start + batch_size]
                 if start % table_span == 0 and model.config.model.char_dim:
                     char_table = model.inputs.char_table([sentences[i] for i in order[start:start + table_span]])
+                if start % states_span == 0:
+                    model.inputs.states_ahead([sentences[i] for i in order[start:start + states_span]])
                 batch_constraints = [as_constraint(constraints[i]) for i in chosen] if constraints else None
                 batch = _decode_batch(model, sentences, chosen, batch_constraints, choice, with_tags, char_table)
                 unsatisfiable.extend(chosen[j] for j in batch.unsatisfiable)

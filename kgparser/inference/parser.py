@@ -86,7 +86,8 @@ class Parser:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", batch_size: int = 64,
-             threads: int | None = None, encoder: str | Path | None = None) -> Parser:
+             threads: int | None = None, encoder: str | Path | None = None,
+             quantize: bool | None = None) -> Parser:
         """The parser of checkpoint ``path``, or of the installed model package of
         that name (``kgparser package``: :func:`~kgparser.model.installed.resolve_model`);
         ``encoder``: where the pretrained encoder of a model that has one is now (a
@@ -96,8 +97,9 @@ class Parser:
         if threads:
             torch.set_num_threads(threads)
         files = resolve_model(path)
-        return cls(Model.load(files.checkpoint, encoder=files.encoder() if encoder is None else encoder).to(device),
-                   batch_size)
+        model = Model.load(files.checkpoint, encoder=files.encoder() if encoder is None else encoder,
+                           quantize=quantize)
+        return cls(model.to(device), batch_size)
 
     @property
     def system(self) -> AnySystem:

@@ -50,27 +50,30 @@ SPACE_LABEL = "dep"
 
 
 @Language.factory("kgparser", default_config={"model": None, "batch_size": 64, "tags": "auto",
-                                              "root_choice": None})
+                                              "root_choice": None, "quantize": None})
 def make_kgparser(nlp: Language, name: str, model: Optional[str], batch_size: int, tags: str,
-                  root_choice: Optional[str]) -> KgparserComponent:
+                  root_choice: Optional[str], quantize: Optional[bool]) -> KgparserComponent:
     """The ``kgparser`` factory: ``model`` is a checkpoint path (``best.pt``) or
     the name of an installed model package (``kgparser package``)."""
     if not model:
         raise KgparserError('the kgparser component needs a model: nlp.add_pipe("kgparser", '
                             'config={"model": "PATH/best.pt"})')
-    return KgparserComponent(name, model, batch_size=batch_size, tags=tags, root_choice=root_choice)
+    return KgparserComponent(name, model, batch_size=batch_size, tags=tags, root_choice=root_choice,
+                             quantize=quantize)
 
 
 class KgparserComponent:
     """Sets heads, labels, tags and sentence starts from a kgparser model."""
 
     def __init__(self, name: str, model: str | Path, *, batch_size: int = 64, tags: str = "auto",
-                 root_choice: str | None = None):
+                 root_choice: str | None = None, quantize: bool | None = None):
         self.name = name
         self.model = str(model)
         self.batch_size = checked_batch_size(batch_size)
         self.tags = tags
         self.root_choice = root_choice
+        #: the encoder in int8 or float32 (``Parser.load(..., quantize=...)``); None: as the model was trained
+        self.quantize = quantize
         self._parser = None
         self._pid = os.getpid()
         self._sentencizer = Sentencizer()
@@ -92,7 +95,7 @@ class KgparserComponent:
         if self._parser is None:
             from .parser import Parser
 
-            self._parser = Parser.load(self.model, batch_size=self.batch_size)
+            self._parser = Parser.load(self.model, batch_size=self.batch_size, quantize=self.quantize)
         return self._parser
 
     def __call__(self, doc):

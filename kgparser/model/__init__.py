@@ -127,11 +127,11 @@ class Model:
         save_checkpoint(checkpoint_data(self, epoch, dev, training), path)
 
     @classmethod
-    def load(cls, path: str | Path, encoder: str | Path | None = None) -> Model:
-        """The model of checkpoint ``path`` (on the CPU); ``encoder``: see :meth:`from_data`."""
+    def load(cls, path: str | Path, encoder: str | Path | None = None, quantize: bool | None = None) -> Model:
+        """The model of checkpoint ``path`` (on the CPU); ``encoder``, ``quantize``: see :meth:`from_data`."""
         data = load_checkpoint(path)
         try:
-            return cls.from_data(data["model"], encoder=encoder)
+            return cls.from_data(data["model"], encoder=encoder, quantize=quantize)
         except (KeyError, ValueError, RuntimeError) as exc:
             # one line: torch lists the weights that do not fit on lines of their own
             raise CheckpointError(f"{path}: inconsistent checkpoint: {' '.join(str(exc).split())}") from None
@@ -156,15 +156,14 @@ class Model:
         }
 
     @classmethod
-    def from_data(cls, data: dict[str, Any], encoder: str | Path | None = None) -> Model:
+    def from_data(cls, data: dict[str, Any], encoder: str | Path | None = None,
+                  quantize: bool | None = None) -> Model:
         """The model of :meth:`to_data`; ``encoder``: where its encoder is now (a
-        folder or hub name), if not where the config says."""
+        folder or hub name), if not where the config says; ``quantize``: its frozen
+        encoder's linear layers in int8 (True) or float32 (False) whatever
+        ``model.encoder.quantize`` it was trained with (:mod:`kgparser.model.int8`)."""
         config = config_from_saved(data["config"])
-        if encoder is not None and not config.model.encoder.path:
-            raise EncoderError("this model was trained without a pretrained encoder (model.encoder); "
-                               "leave out --encoder (Parser.load(..., encoder=...))")
-        if encoder is not None:
-            config.model.encoder.path = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
+        _override_encoder(config, encoder, quantize)
         try:
             model = cls(config, Vocabularies.from_data(data["vocabs"]), data["ext_words"], data["ext_dim"])
         except EncoderNotFound as error:
@@ -200,6 +199,21 @@ class Model:
         table = self.encoder.frozen_table()
         return {f"{name}.{key}" for name, module in self.network.named_modules() if module is table
                 for key in module.state_dict()}
+
+
+def _override_encoder(config: Config, encoder: str | Path | None, quantize: bool | None) -> None:
+    """A saved config's encoder moved to ``encoder`` and quantized as ``quantize`` says (None: as saved)."""
+    if (encoder is not None or quantize) and not config.model.encoder.path:
+        option = "--encoder (Parser.load(..., encoder=...))" if encoder is not None else \
+            "--quantize (Parser.load(..., quantize=...))"
+        raise EncoderError(f"this model was trained without a pretrained encoder (model.encoder); leave out {option}")
+    if quantize and config.model.encoder.finetune:
+        raise EncoderError("this model's encoder was fine-tuned (model.encoder.finetune): its layers are not "
+                           "quantized; leave out --quantize (Parser.load(..., quantize=...))")
+    if encoder is not None:
+        config.model.encoder.path = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
+    if quantize is not None and config.model.encoder.path:
+        config.model.encoder.quantize = quantize
 
 
 def _encoder(config: Config) -> Encoder | None:

@@ -76,7 +76,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Sequence
@@ -89,6 +88,7 @@ from ..config import EncoderConfig
 from ..errors import KgparserError
 from .bert import PlainEncoder, plain_encoder, plain_shape
 from .fingerprint import fingerprint
+from .int8 import quantized
 from .memory import release_free_memory
 from .subwords import FolderTokenizer, folder_tokenizer
 from .token_table import DamagedWeights, check_weights, token_table
@@ -189,7 +189,7 @@ class Encoder:
         if table is not None:
             return table, None
         if plain is not None:
-            return None, _quantized(plain, in_place=True) if cfg.quantize else plain
+            return None, quantized(plain) if cfg.quantize else plain
         model = _loaded(_transformers().AutoModel, self.name, local)
         if self.layers == 0:
             return model.get_input_embeddings(), None
@@ -397,7 +397,7 @@ def _central_rows(count: int, starts: list[int], window: int, offset: int, strid
 def _prepared(model: Any, layers: int, quantize: bool, trainable: bool) -> nn.Module:
     """The model cut to its bottom ``layers`` layers, in evaluation mode, frozen
     (``trainable``: all but its token-embedding table), its linear layers
-    quantized to int8 where asked."""
+    quantized to int8 where asked (:mod:`kgparser.model.int8`)."""
     total = model.config.num_hidden_layers
     if layers < total:
         stacks = [(owner, name) for owner in model.modules() for name, child in owner.named_children()
@@ -410,15 +410,7 @@ def _prepared(model: Any, layers: int, quantize: bool, trainable: bool) -> nn.Mo
         model.config.num_hidden_layers = layers
     model.eval().requires_grad_(trainable)
     model.get_input_embeddings().requires_grad_(False)
-    return _quantized(model) if quantize else model
-
-
-def _quantized(model: nn.Module, in_place: bool = False) -> nn.Module:
-    """The model with its linear layers quantized to int8 (``in_place``: this
-    model's own, rather than a copy's)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch announces the move of quantization to torchao
-        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=in_place)
+    return quantized(model) if quantize else model
 
 
 def _loaded(auto_class, name: str, local: bool):

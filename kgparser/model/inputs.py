@@ -46,10 +46,18 @@ class StateCache:
 
     def states(self, encoder, sentences: Sequence) -> list[torch.Tensor]:
         """The states of each sentence, computed by ``encoder`` where not cached
-        (each distinct missing sentence once, all in one call)."""
+        (each distinct missing sentence once, all in one call).  The least
+        recently used of the others go first, so that the cache and the new
+        states together stay within ``limit`` sentences where they can."""
         keys = [tuple(sentence.forms) for sentence in sentences]
         missing = list(dict.fromkeys(key for key in keys if key not in self.items))
-        self.items.update(zip(missing, encoder.word_states(missing)))
+        if self.limit is not None:
+            wanted = set(keys)
+            stale = [key for key in self.items if key not in wanted]
+            for key in stale[:max(0, len(self.items) + len(missing) - self.limit)]:
+                del self.items[key]
+        if missing:
+            self.items.update(zip(missing, encoder.word_states(missing)))
         found = [self.items[key] for key in keys]
         for key in keys:
             self.items.move_to_end(key)
@@ -102,6 +110,15 @@ class Inputs:
         """Cache the encoder states of every sentence seen (training: each sentence
         is encoded once, in the first epoch)."""
         self.states.limit = None
+
+    def states_ahead(self, sentences: Sequence) -> None:
+        """Compute a frozen encoder's states of ``sentences`` (at most
+        :data:`PARSE_CACHE_SENTENCES`) together, into the cache the batches that
+        follow read: the encoder's calls, each filled with sentences of about
+        the same number of subwords, pad less and run fuller over many
+        sentences than over one batch's (docs/history/start-up.md, "Int8 encoder")."""
+        if self.encoder is not None and not self.encoder.trainable:
+            self.states.states(self.encoder, sentences)
 
     def __call__(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
                  char_table: CharTable | None = None, round_width: bool = False) -> Batch:
