@@ -5,7 +5,7 @@ on ``PYTHONPATH``), and levers of issue 49 switched off one at a time, to
 see what each gives.
 
     python experiments/bench_startup.py --model MODEL.pt one.conllu [--trees OLD NEW] \\
-        [--levers none tokenizer model transformers fingerprint gc-pause freeze release ahead int8] \\
+        [--levers none tokenizer model transformers fingerprint gc-pause freeze release ahead premix int8] \\
         [--quantize] [--rounds 5] [--core 1]
 
 Levers (only for a tree that has them; ``none`` switches nothing off):
@@ -21,6 +21,8 @@ Levers (only for a tree that has them; ``none`` switches nothing off):
   by more than N MB since the last time (default 128: ``memory.RELEASE_SLACK``);
 * ``ahead``: the encoder run on each batch's sentences, not on those of many
   batches at once (``Inputs.states_ahead``);
+* ``premix``: the encoder's states cached one per layer and mixed by the
+  network, not mixed by the encoder before they are pooled (``Inputs._fixed_mix``);
 * ``int8``: the last tree parses without ``--quantize`` where ``--quantize`` is given.
 
 ``--quantize`` parses with ``kgparser parse --quantize`` (the encoder in
@@ -47,7 +49,7 @@ import time
 from pathlib import Path
 
 LEVERS = ("none", "tokenizer", "model", "transformers", "fingerprint", "gc-pause", "freeze", "release", "ahead",
-          "int8")
+          "premix", "int8")
 
 
 def switched_off(lever: str) -> None:
@@ -70,6 +72,9 @@ def switched_off(lever: str) -> None:
     if lever == "ahead":
         from kgparser.model.inputs import Inputs
         Inputs.states_ahead = lambda self, sentences: None  # type: ignore[method-assign]
+    if lever == "premix":
+        from kgparser.model.inputs import Inputs
+        Inputs._fixed_mix = lambda self: None  # type: ignore[method-assign]
     if lever.startswith("slack-"):
         from kgparser.model import memory
         memory.RELEASE_SLACK = int(lever.split("-", 1)[1]) * 2 ** 20

@@ -241,7 +241,8 @@ def test_the_cache_makes_room_before_the_encoder_runs(bert, monkeypatch):
     cache.states(encoder, sentences[:4])
     held = []
     word_states = encoder.word_states
-    monkeypatch.setattr(encoder, "word_states", lambda missing: held.append(len(cache.items)) or word_states(missing))
+    monkeypatch.setattr(encoder, "word_states", lambda missing, *mix: held.append(len(cache.items))
+                        or word_states(missing, *mix))
     cache.states(encoder, [sentences[0], *sentences[4:7]])
     assert held == [1] and list(cache.items) == [tuple(s.forms) for s in [sentences[0], *sentences[4:7]]]
 
@@ -329,10 +330,37 @@ def test_the_decoder_encodes_the_sentences_of_many_batches_in_one_pass(trained, 
     parser = Parser.load(trained / "run" / "best.pt", batch_size=1)
     passes = []
     word_states = parser.model.encoder.word_states
-    monkeypatch.setattr(parser.model.encoder, "word_states", lambda sentences: passes.append(len(sentences))
-                        or word_states(sentences))
+    monkeypatch.setattr(parser.model.encoder, "word_states", lambda sentences, *mix: passes.append(len(sentences))
+                        or word_states(sentences, *mix))
     parser.parse(str(trained / "dev.conllu"))
     assert passes == [4]
+
+
+def test_at_parse_time_the_encoder_mixes_each_subword_before_pooling(trained):
+    """A parse caches one mixed vector per word (its network's weights of the
+    states, :meth:`EncoderMix.layer_weights`), which the mix then projects as it
+    would have mixed and projected all the states; training keeps every state."""
+    model = Parser.load(trained / "run" / "best.pt").model
+    model.network.eval()
+    sentences = read_conllu(trained / "dev.conllu")
+    mixed = model.inputs(sentences).encoder
+    model.inputs.states = StateCache(limit=None)
+    every = model.inputs(sentences).encoder
+    assert mixed.shape[2] == 1 and every.shape[2] == model.encoder.n_states > 1
+    with torch.no_grad():
+        assert torch.allclose(model.network.encoder_mix(mixed), model.network.encoder_mix(every), atol=1e-2)
+    model.network.train()
+    assert model.inputs._fixed_mix() is None
+
+
+def test_the_cache_forgets_states_mixed_otherwise(bert):
+    encoder = Encoder(EncoderConfig(path=str(bert)))
+    cache = StateCache()
+    sentences = list(parse_conllu(tiny_conllu(2, seed=3)))
+    first = cache.states(encoder, sentences, torch.tensor([1.0, 0.0, 0.0]))[0]
+    again = cache.states(encoder, sentences, torch.tensor([0.0, 0.0, 1.0]))[0]
+    assert first.shape[1] == 1 and not torch.equal(first, again)
+    assert torch.equal(again, encoder.word_states([sentences[0].forms])[0][:, 2:].to(again.dtype))
 
 
 def test_a_moved_encoder_is_found_with_encoder(trained, tmp_path, capsys):

@@ -234,17 +234,20 @@ class Encoder:
 
     # -- states ---------------------------------------------------------------------------
 
-    def word_states(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def word_states(self, sentences: Sequence[Sequence[str]], mix: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Per sentence of ``n`` words, its states ``[n + 1, S, H]`` (ROOT first),
         computed in batches of sentences of similar length: float16 on the CPU
         from a frozen encoder; float32 on the encoder's device, with gradients
-        where they are enabled, from a fine-tuned one."""
+        where they are enabled, from a fine-tuned one.  With ``mix`` (``[S]``
+        weights of a transformer's states), their weighted sum ``[n + 1, 1, H]``,
+        taken for each subword before the pooling
+        (:meth:`~kgparser.model.mix.EncoderMix.layer_weights`)."""
         pieces = [self._pieces(words) for words in sentences]
         results: list = [None] * len(sentences)
         order = sorted(range(len(sentences)), key=lambda i: len(pieces[i][0]))
         with contextlib.nullcontext() if self.trainable else torch.no_grad():
             for batch in self._batches(order, pieces):
-                for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch])):
+                for i, states in zip(batch, self._piece_states([pieces[i][0] for i in batch], mix)):
                     words = self._pooled(states, *pieces[i][1:], len(sentences[i]))
                     results[i] = words if self.trainable else words.to("cpu", STATE_DTYPE)
         self._release_memory()
@@ -297,16 +300,17 @@ class Encoder:
             windows, longest = windows + added, max(longest, size)
         return batches + [batch] if batch else batches
 
-    def _piece_states(self, sentences: list[list[int]]) -> list[torch.Tensor]:
+    def _piece_states(self, sentences: list[list[int]], mix: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Per sentence (given by its subword ids), ``[1 + subwords, S, H]``: the
-        leading special token's states (any row where there is none), then each subword's."""
+        leading special token's states (any row where there is none), then each
+        subword's (``mix``: their weighted sum, S = 1; see :meth:`word_states`)."""
         lead = (self.prefix or [self.tokenizer.pad_token_id or 0])[:1]
         if self.table is not None:
             return [self.table(torch.tensor(lead + ids, dtype=torch.int64, device=self.device)).unsqueeze(1)
                     for ids in sentences]
         starts = [_window_starts(len(ids), self.window, self.overlap) for ids in sentences]
         states = self._run([self.prefix + ids[start:start + self.window] + self.suffix
-                            for ids, begins in zip(sentences, starts) for start in begins])
+                            for ids, begins in zip(sentences, starts) for start in begins], mix)
         stride = states.shape[1]
         flat = states.reshape(-1, *states.shape[2:])
         out, first = [], 0
@@ -316,8 +320,9 @@ class Encoder:
             first += len(begins)
         return out
 
-    def _run(self, texts: list[list[int]]) -> torch.Tensor:
-        """The stacked hidden states ``[texts, longest, S, H]`` of right-padded id lists."""
+    def _run(self, texts: list[list[int]], mix: torch.Tensor | None = None) -> torch.Tensor:
+        """The stacked hidden states ``[texts, longest, S, H]`` of right-padded id
+        lists (``mix``: their weighted sum, ``[texts, longest, 1, H]``)."""
         longest = max(map(len, texts))
         ids = torch.full((len(texts), longest), self.tokenizer.pad_token_id or 0, dtype=torch.int64)
         mask = torch.zeros((len(texts), longest), dtype=torch.int64)
@@ -325,10 +330,16 @@ class Encoder:
             ids[k, :len(text)] = torch.tensor(text, dtype=torch.int64)
             mask[k, :len(text)] = 1
         if isinstance(self.model, PlainEncoder):
-            return torch.stack(self.model(ids.to(self.device), mask.to(self.device)), dim=2).float()
-        output = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                            output_hidden_states=True)
-        return torch.stack(output.hidden_states, dim=2).float()
+            hidden = self.model(ids.to(self.device), mask.to(self.device))
+        else:
+            hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                output_hidden_states=True).hidden_states
+        if mix is None:
+            return torch.stack(hidden, dim=2).float()
+        mixed = hidden[0].float() * float(mix[0])
+        for weight, state in zip(mix[1:].tolist(), hidden[1:]):
+            mixed.add_(state, alpha=weight)
+        return mixed.unsqueeze(2)
 
     def _pooled(self, states: torch.Tensor, owner: np.ndarray, pooled: np.ndarray, n: int) -> torch.Tensor:
         """``[n + 1, S, H]``: ROOT's states, then each word's pooled subword states

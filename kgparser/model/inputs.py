@@ -43,12 +43,20 @@ class StateCache:
     def __init__(self, limit: int | None = PARSE_CACHE_SENTENCES):
         self.limit = limit
         self.items: OrderedDict[tuple[str, ...], torch.Tensor] = OrderedDict()
+        #: the weights the cached states are mixed by (None: not mixed)
+        self.mix: torch.Tensor | None = None
 
-    def states(self, encoder, sentences: Sequence) -> list[torch.Tensor]:
+    def states(self, encoder, sentences: Sequence, mix: torch.Tensor | None = None) -> list[torch.Tensor]:
         """The states of each sentence, computed by ``encoder`` where not cached
-        (each distinct missing sentence once, all in one call).  The least
-        recently used of the others go first, so that the cache and the new
-        states together stay within ``limit`` sentences where they can."""
+        (each distinct missing sentence once, all in one call), mixed by ``mix``
+        where given (:meth:`Encoder.word_states`; a cache of other mixed states is
+        emptied first).  The least recently used of the others go first, so that
+        the cache and the new states together stay within ``limit`` sentences
+        where they can."""
+        if not (mix is None and self.mix is None or mix is not None and self.mix is not None
+                and torch.equal(mix, self.mix)):
+            self.items.clear()
+            self.mix = mix
         keys = [tuple(sentence.forms) for sentence in sentences]
         missing = list(dict.fromkeys(key for key in keys if key not in self.items))
         if self.limit is not None:
@@ -57,7 +65,7 @@ class StateCache:
             for key in stale[:max(0, len(self.items) + len(missing) - self.limit)]:
                 del self.items[key]
         if missing:
-            self.items.update(zip(missing, encoder.word_states(missing)))
+            self.items.update(zip(missing, encoder.word_states(missing, mix)))
         found = [self.items[key] for key in keys]
         for key in keys:
             self.items.move_to_end(key)
@@ -118,7 +126,7 @@ class Inputs:
         the same number of subwords, pad less and run fuller over many
         sentences than over one batch's (docs/history/start-up.md, "Int8 encoder")."""
         if self.encoder is not None and not self.encoder.trainable:
-            self.states.states(self.encoder, sentences)
+            self.states.states(self.encoder, sentences, self._fixed_mix())
 
     def __call__(self, sentences: Sequence, rng: np.random.Generator | None = None, given_tags: bool = True,
                  char_table: CharTable | None = None, round_width: bool = False) -> Batch:
@@ -196,11 +204,22 @@ class Inputs:
         if self.encoder.trainable:
             states = self.encoder.word_states([sentence.forms for sentence in sentences])
         else:
-            states = self.states.states(self.encoder, sentences)
+            states = self.states.states(self.encoder, sentences, self._fixed_mix())
         padded = states[0].new_zeros((len(sentences), width, *states[0].shape[1:]))
         for i, sentence_states in enumerate(states):
             padded[i, :len(sentence_states)] = sentence_states
         return padded.to(self.device)
+
+    def _fixed_mix(self) -> torch.Tensor | None:
+        """The network's weights of the encoder's states where they do not change
+        while the states are cached (at parse time: a bounded cache, a network in
+        evaluation mode), so that the encoder mixes them before they are pooled
+        and cached (:mod:`kgparser.model.mix`); else None (training keeps every
+        state, the mix learns)."""
+        mix = self.network.encoder_mix
+        if self.states.limit is None or self.network.training or mix is None or mix.weights.numel() == 1:
+            return None
+        return mix.layer_weights()
 
     def _char_inputs(self, sentences: Sequence, width: int, table: CharTable | None = None) -> dict:
         """Each padded position's row of the character vectors: of ``table`` where
