@@ -489,13 +489,11 @@ def _validate_tagging(model: ModelConfig, lemmatizer: LemmatizerConfig, source: 
 
 def _validate_encoder(encoder: EncoderConfig, source: str) -> None:
     """Windows must advance: the overlap is shorter than the window.  Fine-tuning
-    needs transformer layers, in float32."""
+    needs transformer layers (which train in float32 also with ``quantize``: they
+    are quantized once trained, :mod:`kgparser.model.int8`)."""
     if encoder.finetune and encoder.layers == 0:
         raise ConfigError(f"{source}: model.encoder.finetune: needs transformer layers to train "
                           f"(model.encoder.layers is 0: the token-embedding table alone, which stays frozen)")
-    if encoder.finetune and encoder.quantize:
-        raise ConfigError(f"{source}: model.encoder.finetune: cannot train int8 layers; "
-                          f"set model.encoder.quantize: false")
     if encoder.window is not None and encoder.overlap is not None and encoder.overlap >= encoder.window:
         raise ConfigError(f"{source}: model.encoder.overlap: must be < model.encoder.window ({encoder.window}), "
                           f"got {encoder.overlap}")

@@ -553,11 +553,9 @@ def test_a_finetuned_run_resumes_to_the_same_model(tmp_path):
         assert torch.allclose(value, parts[name], atol=1e-6), name
 
 
-@pytest.mark.parametrize("setting, message", [("layers: 0", "needs transformer layers"),
-                                              ("quantize: true", "cannot train int8 layers")])
-def test_finetuning_what_cannot_train_is_refused(bert, setting, message):
-    with pytest.raises(ConfigError, match=f"model.encoder.finetune: {message}"):
-        config_from_dict({"model": {"encoder": yaml.safe_load(f"{{path: {bert}, finetune: true, {setting}}}")}})
+def test_finetuning_what_cannot_train_is_refused(bert):
+    with pytest.raises(ConfigError, match="model.encoder.finetune: needs transformer layers"):
+        config_from_dict({"model": {"encoder": yaml.safe_load(f"{{path: {bert}, finetune: true, layers: 0}}")}})
 
 
 def test_a_hub_name_loads_from_the_hugging_face_cache_without_network(bert, tmp_path):

@@ -94,6 +94,18 @@ def trained(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+    """A run whose encoder's layers trained with the parser, with ``quantize: true``:
+    they train in float32 and are quantized once trained."""
+    folder = tmp_path_factory.mktemp("int8-finetuned")
+    tiny_bert(folder / "bert")
+    config = write_config(folder, model_extra=f"  encoder: {{path: {folder / 'bert'}, dim: 8, finetune: true, "
+                                              f"lr: 0.01, quantize: true}}\n", sentences=(12, 4))
+    assert main(["train", config, "--quiet"]) == 0
+    return folder
+
+
 def int8_layers(parser: Parser) -> int:
     return sum(isinstance(module, Int8Linear) for module in parser.model.encoder.model.modules())
 
@@ -117,6 +129,28 @@ def test_the_command_line_quantizes_in_one_process_and_in_workers(trained, tmp_p
     assert main(["parse", "--model", model, dev, "--quantize", "--processes", "2", "--chunk-size", "2",
                  "--quiet", "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == expected
+
+
+def test_a_finetuned_encoder_is_quantized_once_its_trained_weights_are_in(finetuned, tmp_path, capsys):
+    """Its layers trained in float32 (the checkpoint holds them), and the parse
+    quantizes them after loading; the network's state stays that of float
+    layers, so workers rebuild the same model and parse the same."""
+    checkpoint, dev = finetuned / "run" / "best.pt", str(finetuned / "dev.conllu")
+    saved = torch.load(checkpoint, weights_only=True)["model"]["weights"]
+    assert any(name.startswith("finetuned_encoder.") and name.endswith("query.weight") for name in saved)
+    parser = Parser.load(checkpoint)
+    float_layers = Parser.load(checkpoint, quantize=False).model.encoder.model.modules()
+    assert int8_layers(parser) == sum(isinstance(module, nn.Linear) for module in float_layers) >= 12
+    state = parser.model.network.state_dict()
+    assert {name: value.dtype for name, value in state.items() if name in saved} == \
+        {name: value.dtype for name, value in saved.items() if name in state}
+    assert all(torch.equal(state[name], saved[name]) for name in saved if name.startswith("finetuned_encoder."))
+    expected = "".join(s.to_conllu() for s in parser.parse(dev))
+    out = tmp_path / "out.conllu"
+    assert main(["parse", "--model", str(checkpoint), dev, "--processes", "2", "--chunk-size", "2", "--quiet",
+                 "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == expected
+    assert int8_layers(Parser.load(checkpoint, quantize=False)) == 0
 
 
 def test_quantize_without_a_frozen_encoder_is_one_line(trained, tmp_path, capsys):

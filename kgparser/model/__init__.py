@@ -24,6 +24,7 @@ from ..transitions import get_system
 from .checkpoint import CheckpointError, checkpoint_data, load_checkpoint, save_checkpoint
 from .encoder import Encoder, EncoderError, EncoderNotFound
 from .inputs import Batch, CharTable, Inputs
+from .int8 import quantized
 from .inventory import ActionInventory
 from .lemmatizer import Lemmatizer
 from .memory import check_weight_memory
@@ -187,6 +188,8 @@ class Model:
             model.tokenizer = Tokenizer.from_data(data["tokenizer"], model.config.tokenizer)
         if "lemmatizer" in data:
             model.lemmatizer = Lemmatizer.from_data(data["lemmatizer"], model.config.lemmatizer)
+        if model.encoder is not None and model.encoder.trainable and config.model.encoder.quantize:
+            quantized(model.encoder.model, keep_float=True)  # the trained weights, now loaded
         if model.config.model.pretrained.freeze and model.network.ext_emb is not None:
             model.network.ext_emb.weight.requires_grad_(False)
         return model
@@ -207,9 +210,6 @@ def _override_encoder(config: Config, encoder: str | Path | None, quantize: bool
         option = "--encoder (Parser.load(..., encoder=...))" if encoder is not None else \
             "--quantize (Parser.load(..., quantize=...))"
         raise EncoderError(f"this model was trained without a pretrained encoder (model.encoder); leave out {option}")
-    if quantize and config.model.encoder.finetune:
-        raise EncoderError("this model's encoder was fine-tuned (model.encoder.finetune): its layers are not "
-                           "quantized; leave out --quantize (Parser.load(..., quantize=...))")
     if encoder is not None:
         config.model.encoder.path = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
     if quantize is not None and config.model.encoder.path:

@@ -193,7 +193,7 @@ class Encoder:
         model = _loaded(_transformers().AutoModel, self.name, local)
         if self.layers == 0:
             return model.get_input_embeddings(), None
-        return None, _prepared(model, self.layers, cfg.quantize, cfg.finetune)
+        return None, _prepared(model, self.layers, cfg.quantize and not cfg.finetune, cfg.finetune)
 
     def _special_tokens(self) -> tuple[list[int], list[int]]:
         """The ids the tokenizer puts before and after a sentence's subwords."""
