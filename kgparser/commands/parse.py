@@ -59,7 +59,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a model trained with a pretrained encoder (model.encoder): where that encoder is now, "
                              "if it has moved (a folder or hub name; it must be the same encoder)")
     parser.add_argument("--quantize", action=argparse.BooleanOptionalAction, default=None,
-                        help="a model with a frozen pretrained encoder: run the encoder's linear layers in int8 "
+                        help="a model with a pretrained encoder: run the encoder's linear layers in int8 "
                              "(--quantize: about 1.5x as fast on a CPU, slightly different states) or float32 "
                              "(--no-quantize); default: as the model was trained (model.encoder.quantize)")
 

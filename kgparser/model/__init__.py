@@ -160,9 +160,10 @@ class Model:
     def from_data(cls, data: dict[str, Any], encoder: str | Path | None = None,
                   quantize: bool | None = None) -> Model:
         """The model of :meth:`to_data`; ``encoder``: where its encoder is now (a
-        folder or hub name), if not where the config says; ``quantize``: its frozen
+        folder or hub name), if not where the config says; ``quantize``: its
         encoder's linear layers in int8 (True) or float32 (False) whatever
-        ``model.encoder.quantize`` it was trained with (:mod:`kgparser.model.int8`)."""
+        ``model.encoder.quantize`` it was trained with (:mod:`kgparser.model.int8`;
+        a fine-tuned encoder's once its trained weights are loaded)."""
         config = config_from_saved(data["config"])
         _override_encoder(config, encoder, quantize)
         try:

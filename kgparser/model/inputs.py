@@ -53,8 +53,7 @@ class StateCache:
         emptied first).  The least recently used of the others go first, so that
         the cache and the new states together stay within ``limit`` sentences
         where they can."""
-        if not (mix is None and self.mix is None or mix is not None and self.mix is not None
-                and torch.equal(mix, self.mix)):
+        if not _same_mix(mix, self.mix):
             self.items.clear()
             self.mix = mix
         keys = [tuple(sentence.forms) for sentence in sentences]
@@ -72,6 +71,13 @@ class StateCache:
         while self.limit is not None and len(self.items) > self.limit:
             self.items.popitem(last=False)
         return found
+
+
+def _same_mix(mix: torch.Tensor | None, other: torch.Tensor | None) -> bool:
+    """Whether two mixes of the encoder's states (None: unmixed) are the same."""
+    if mix is None or other is None:
+        return mix is other
+    return torch.equal(mix, other)
 
 
 @dataclass
