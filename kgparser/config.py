@@ -98,7 +98,8 @@ class EncoderConfig:
     window: Optional[int] = None
     #: subwords shared by consecutive windows (null: half a window)
     overlap: Optional[int] = None
-    #: torch dynamic int8 quantization of the encoder's linear layers (faster on CPU, slightly less exact)
+    #: the encoder's linear layers in int8 where they do not train (kgparser/model/int8.py: faster on a CPU,
+    #: slightly less exact); a fine-tuned encoder's once trained
     quantize: bool = False
     #: train the transformer layers with the parser (their weights go into the checkpoint;
     #: the token-embedding table stays frozen, read from ``path``)

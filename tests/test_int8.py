@@ -153,6 +153,14 @@ def test_a_finetuned_encoder_is_quantized_once_its_trained_weights_are_in(finetu
     assert int8_layers(Parser.load(checkpoint, quantize=False)) == 0
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_a_gpu_the_int8_layers_multiply_in_float32(trained):
+    checkpoint, dev = trained / "float" / "run" / "best.pt", str(trained / "float" / "dev.conllu")
+    on_gpu = Parser.load(checkpoint, device="cuda", quantize=True)
+    assert int8_layers(on_gpu) == 12
+    assert [s.n for s in on_gpu.parse(dev)] == [s.n for s in Parser.load(checkpoint).parse(dev)]
+
+
 def test_quantize_without_a_frozen_encoder_is_one_line(trained, tmp_path, capsys):
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -213,7 +213,7 @@ def _override_encoder(config: Config, encoder: str | Path | None, quantize: bool
         raise EncoderError(f"this model was trained without a pretrained encoder (model.encoder); leave out {option}")
     if encoder is not None:
         config.model.encoder.path = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
-    if quantize is not None and config.model.encoder.path:
+    if quantize is not None:
         config.model.encoder.quantize = quantize
 
 

@@ -58,7 +58,7 @@ class StateCache:
             self.mix = mix
         keys = [tuple(sentence.forms) for sentence in sentences]
         missing = list(dict.fromkeys(key for key in keys if key not in self.items))
-        if self.limit is not None:
+        if missing and self.limit is not None:
             wanted = set(keys)
             stale = [key for key in self.items if key not in wanted]
             for key in stale[:max(0, len(self.items) + len(missing) - self.limit)]:

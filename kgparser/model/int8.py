@@ -1,4 +1,4 @@
-"""Int8 linear layers for a frozen encoder (``model.encoder.quantize``):
+"""Int8 linear layers for a pretrained encoder (``model.encoder.quantize``):
 vector-wise quantization (Dettmers et al. 2022, "LLM.int8(): 8-bit Matrix
 Multiplication for Transformers at Scale", NeurIPS, section 3.1, without its
 mixed-precision decomposition).  Each row of the weight (one output unit) has
